@@ -177,7 +177,6 @@ class Schedule:
         # no comparison yet (e.g. only byes): the anchor, i.e. an average player
         rating = {a: r if r == r else table.anchor for a, r in table.ratings.items()}
         return {a: {"rating": rating.get(a, table.anchor), "points": points[a],
-                    "points": points[a],
                     "mean_reward": sum(rewards[a]) / len(rewards[a]) if rewards[a] else 0.0} for a in parts}
 
     # -- description ---------------------------------------------------------------------------
