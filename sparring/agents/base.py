@@ -12,6 +12,7 @@ import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -22,6 +23,7 @@ from sparring.prompts import PromptSet
 from sparring.registry import Registry
 from sparring.types import Completion, GenerateRequest, Message, ModelCall, Sampling, ScoreRequest, Strict
 
+_MASK64 = (1 << 64) - 1
 AgentGen = Generator[list[ModelCall], list[Any], Any]
 # Scores candidate actions for the acting player (best-of-N): texts -> one score per text.
 Evaluator = Callable[[list[str]], AgentGen]
@@ -50,13 +52,29 @@ class TurnContext:
     role: str
     observation: list[Message]
     spec: ActionSpec
-    rng: random.Random
+    # Per-turn seed drawn from the episode's RNG; `next_seed` derives request seeds from it and
+    # `rng` is built only if an agent asks for one (a Random costs more than a whole scripted call).
+    seed: int
     episode_id: str = ""
     instance_id: str = ""
     flip: bool = False
     turn: int = 0
     evaluate: Evaluator | None = None
     labels: dict[str, Any] = field(default_factory=dict)
+
+    _draws: int = field(default=0, repr=False)
+
+    def next_seed(self) -> int:
+        """A new 31-bit seed for each request of this turn (splitmix64 of the turn seed + draw)."""
+        z = (self.seed + 0x9E3779B97F4A7C15 * (self._draws + 1)) & _MASK64
+        self._draws += 1
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+        return (z ^ (z >> 31)) & 0x7FFFFFFF
+
+    @cached_property
+    def rng(self) -> random.Random:
+        return random.Random(self.seed)
 
     def request_context(self, tag: str | None = None) -> dict[str, Any]:
         """Labels attached to requests (used by replay/human backends, never sent to APIs)."""
@@ -94,7 +112,7 @@ class Agent(ABC):
 
     # -- helpers for subclasses -------------------------------------------------------------
     def seed_for(self, ctx: TurnContext) -> int:
-        return ctx.rng.randrange(2**31)
+        return ctx.next_seed()
 
     def generate(self, ctx: TurnContext, messages: list[Message], *, tag: str, n: int = 1,
                  prefix: str = "", sampling: Sampling | None = None) -> AgentGen:

@@ -137,7 +137,7 @@ class EpisodeDriver:
             key = (player, spec.tag)
             ctx = TurnContext(player=player, role=self.roles[player],
                               observation=self.game.observation(self.state, player), spec=spec,
-                              rng=random.Random(self.rng.getrandbits(64)), episode_id=self.id,
+                              seed=self.rng.getrandbits(64), episode_id=self.id,
                               instance_id=self.job.instance_id, flip=self.job.flip,
                               turn=self.turns.get(key, 0), labels=self.labels,
                               evaluate=self._evaluator(player, spec.tag) if player in self.lookahead else None)
@@ -179,7 +179,7 @@ class EpisodeDriver:
             if not views:
                 return [0.0] * len(texts)
             ctxs = [TurnContext(player=judge_player, role="judge", observation=obs, spec=spec,
-                                rng=random.Random(self.rng.getrandbits(64)), episode_id=self.id,
+                                seed=self.rng.getrandbits(64), episode_id=self.id,
                                 instance_id=self.job.instance_id, flip=self.job.flip,
                                 labels={**self.labels, "purpose": "best_of_n"}) for _, (obs, spec) in views]
             verdicts = yield from gather([judge.act(c) for c in ctxs])
@@ -199,7 +199,7 @@ class EpisodeDriver:
         agent = self.seat_agents[opp]
         spec = self.game.action_spec(state, opp)
         ctx = TurnContext(player=opp, role=self.roles[opp], observation=self.game.observation(state, opp),
-                          spec=spec, rng=random.Random(self.rng.getrandbits(64)),
+                          spec=spec, seed=self.rng.getrandbits(64),
                           episode_id=self.id, instance_id=self.job.instance_id, flip=self.job.flip,
                           labels={**self.labels, "purpose": "best_of_n_opponent"})
         comps = yield from agent.generate(ctx, ctx.observation, tag="bon_opponent", n=m,

@@ -52,6 +52,8 @@ def in_shard(episode_id: str, shard: Shard | None) -> bool:
 
 
 def select(jobs: Iterable[EpisodeJob], shard: Shard | None) -> list[EpisodeJob]:
+    if shard is None:
+        return list(jobs)
     return [j for j in jobs if in_shard(j.id, shard)]
 
 

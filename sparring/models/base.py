@@ -56,6 +56,11 @@ class Model(ABC):
     # -- public API -------------------------------------------------------------------------
     def generate(self, requests: Sequence[GenerateRequest]) -> list[list[Completion]]:
         """One list of `n` completions per request, in request order."""
+        if all(req.sampling.n == 1 for req in requests):  # the common case: one row per request
+            outs = self._generate(list(requests)) if requests else []
+            if len(outs) != len(requests):
+                raise RuntimeError(f"{type(self).__name__} returned {len(outs)} completions for {len(requests)} rows")
+            return [[o] for o in outs]
         flat: list[GenerateRequest] = []
         counts: list[int] = []
         for req in requests:

@@ -15,15 +15,20 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
 
-import torch
+from typing import TYPE_CHECKING
+
 from pydantic import Field, model_validator
 
 from sparring.errors import BackendError, ConfigError, ContextOverflowError, UnknownNameError
-from sparring.models import hf_load
 from sparring.models.base import Model, register_backend
-from sparring.models.hf_generate import generate_batch
-from sparring.models.hf_score import Row, TokenHealer, build_rows, score_rows
 from sparring.types import Completion, GenerateRequest, Message, ScoreRequest
+
+if TYPE_CHECKING:
+    from sparring.models.hf_score import Row
+
+# torch/transformers are imported when a model is built, not with this module: the registry
+# imports every backend to validate model specs, and a run with only API or scripted models
+# should not pay ~250 MB and seconds of imports for a backend it does not use.
 
 BASE_ADAPTER = "base"  # adapter name meaning "all adapters disabled"
 
@@ -59,6 +64,8 @@ class HFModel(Model):
             return self
 
     def __init__(self, name: str = "model", **kwargs: Any):
+        from sparring.models import hf_load
+
         super().__init__(name, **kwargs)
         device = hf_load.resolve_device(self.args.device)
         dtype = hf_load.resolve_dtype(self.args.dtype, device)
@@ -75,6 +82,8 @@ class HFModel(Model):
         With device/dtype left at `auto` the model stays where it is; the model's train/eval mode
         is restored after every call, so a training loop can keep using it.
         """
+        from sparring.models import hf_load
+
         args.setdefault("model", getattr(model, "name_or_path", "") or "<in-memory>")
         self = cls.__new__(cls)
         Model.__init__(self, name, **args)
@@ -88,6 +97,11 @@ class HFModel(Model):
         return self
 
     def _attach(self, model, tokenizer) -> None:
+        import torch
+
+        from sparring.models import hf_load
+        from sparring.models.hf_score import TokenHealer
+
         self.model = hf_load.attach_adapters(model, self.args.adapters)
         self.base_model = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
         self.tokenizer = tokenizer
@@ -107,6 +121,8 @@ class HFModel(Model):
     def close(self) -> None:
         """Drop this wrapper's references to the weights (and free cached GPU memory)."""
         if getattr(self, "model", None) is not None:
+            import torch
+
             self.model = self.base_model = None
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
@@ -152,6 +168,8 @@ class HFModel(Model):
     def _inference(self) -> Iterator[None]:
         if self.model is None:
             raise BackendError(f"model {self.name} was closed")
+        import torch
+
         was_training = self.model.training
         self.model.eval()
         try:
@@ -175,6 +193,8 @@ class HFModel(Model):
 
     # -- backend hooks ------------------------------------------------------------------------
     def _generate(self, requests: list[GenerateRequest]) -> list[Completion]:
+        from sparring.models.hf_generate import generate_batch
+
         adapters = [self._resolve_adapter(r.adapter) for r in requests]
         prompts = self._tokenize([self.prompt_text(r.messages, r.assistant_prefix) for r in requests])
         prompts = [self._fit_prompt(i, ids, r.sampling.max_new_tokens)
@@ -199,6 +219,8 @@ class HFModel(Model):
         return out  # type: ignore[return-value]
 
     def _score(self, requests: list[ScoreRequest]) -> list[list[float]]:
+        from sparring.models.hf_score import build_rows, score_rows
+
         adapters = [self._resolve_adapter(r.adapter) for r in requests]
         prompt_texts = [self.prompt_text(r.messages, r.assistant_prefix) for r in requests]
         prompt_ids = self._tokenize(prompt_texts)

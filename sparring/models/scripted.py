@@ -18,6 +18,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -31,8 +32,10 @@ PROB_FLOOR = 1e-9
 _WORD = re.compile(r"\S+")
 
 
+@lru_cache(maxsize=8192)
 def count_tokens(text: str) -> int:
-    """Whitespace tokens: the usage unit of backends without a tokenizer."""
+    """Whitespace tokens: the usage unit of backends without a tokenizer (memoised: the same
+    system prompt and story are counted on every turn of every episode)."""
     return len(text.split())
 
 
@@ -182,10 +185,16 @@ class ScriptedModel(Model):
                     raise BackendError(f"scripted failure: a message contains {a.fail_on_text!r}",
                                        retryable=a.fail_retryable)
 
-    def _rng(self, req: GenerateRequest | ScoreRequest, *extra: Any) -> random.Random:
+    def _key(self, req: GenerateRequest | ScoreRequest, *extra: str) -> bytes:
+        """A digest of (model seed, request seed, messages, prefix, extra): what a reply depends on.
+
+        Hashed directly (not via JSON): this runs on every request the engine benchmark makes.
+        """
         seed = req.sampling.seed if isinstance(req, GenerateRequest) else None
-        msgs = [(m.role, m.content) for m in req.messages]
-        return random.Random(request_key(self.args.seed, seed, msgs, req.assistant_prefix, *extra))
+        parts = [str(self.args.seed), str(seed), req.assistant_prefix, *extra]
+        for m in req.messages:
+            parts += (m.role, m.content)
+        return hashlib.blake2b("\x1f".join(parts).encode(), digest_size=32).digest()
 
     # -- generation --------------------------------------------------------------------------
     def _generate(self, requests: list[GenerateRequest]) -> list[Completion]:
@@ -208,7 +217,7 @@ class ScriptedModel(Model):
         if a.mode == "fixed":
             return a.text
         if a.mode == "random":
-            return self._rng(req).choice(a.texts)
+            return a.texts[int.from_bytes(self._key(req)[:8], "big") % len(a.texts)]
         if a.mode == "callable":
             assert self._function is not None
             result = self._function(req)
@@ -248,7 +257,10 @@ class ScriptedModel(Model):
         if a.score_mode == "fixed":
             return [a.scores.get(o, 0.0) for o in options]
         if a.score_mode == "random":
-            rng = self._rng(req, options)
+            digest = self._key(req, *options)
+            if len(options) <= 4:  # 8 digest bytes per weight: no RNG object needed
+                return [int.from_bytes(digest[8 * i : 8 * i + 8], "big") / 2**64 for i in range(len(options))]
+            rng = random.Random(int.from_bytes(digest[:8], "big"))
             return [rng.random() for _ in options]
         if a.score_mode == "callable":
             assert self._score_function is not None

@@ -17,7 +17,7 @@ from jinja2 import meta
 
 from sparring.games.base import Event
 from sparring.games.debate.config import DebateConfig
-from sparring.games.debate.schedule import JUDGE
+from sparring.games.debate.schedule import JUDGE, Step
 from sparring.games.debate.state import DebateState
 from sparring.prompts import PromptSet
 from sparring.types import Message
@@ -43,8 +43,8 @@ def player_vars(cfg: DebateConfig, st: DebateState, player: str) -> dict[str, An
         disp = st.judge_display or st.debater_display
         sides = cfg.sides
         v = {**common, "name": JUDGE, "answer_a": inst.answers[disp[0]], "answer_b": inst.answers[disp[1]],
-             "answers": [inst.answers[i] for i in disp], "side_a": sides[0], "side_b": sides[1],
-             "debaters": cfg.debaters, "consultant_name": "Consultant", "consultant_letter": ""}
+             "answers": tuple(inst.answers[i] for i in disp), "side_a": sides[0],
+             "side_b": sides[1], "debaters": tuple(cfg.debaters), "consultant_name": "Consultant", "consultant_letter": ""}
         if cfg.format == "consultancy":
             v["consultant_letter"] = st.letter_of(st.player_answer["Consultant"], disp)
     else:
@@ -54,7 +54,7 @@ def player_vars(cfg: DebateConfig, st: DebateState, player: str) -> dict[str, An
         chooser = cfg.format == "open_debate" and st.steps[0].players[0] == player
         v = {**common, "name": player, "opponent_name": others[0] if others else "",
              "background": st.background, "answer_a": inst.answers[disp[0]],
-             "answer_b": inst.answers[disp[1]], "answers": [inst.answers[i] for i in disp],
+             "answer_b": inst.answers[disp[1]], "answers": tuple(inst.answers[i] for i in disp),
              "chooser": chooser,
              "position": "" if ans is None else inst.answers[ans],
              "opponent_position": "" if ans is None else inst.answers[1 - ans],
@@ -93,8 +93,13 @@ def render_memo(prompts: PromptSet, tag: str, variant: int, variables: dict[str,
     used = _used_variables(source)
     if used is None or any(u not in variables for u in used):
         return prompts.render(tag, variant, **variables)
-    key = (source, tuple(_frozen(variables[u]) for u in used))
-    hit = _MEMO.get(key)
+    values = tuple([variables[u] for u in used])
+    try:
+        key = (source, values)
+        hit = _MEMO.get(key)  # player_vars holds tuples, so this hashes without conversion
+    except TypeError:  # a list/dict among user-supplied variables
+        key = (source, _frozen(values))
+        hit = _MEMO.get(key)
     if hit is None:
         hit = prompts.render(tag, variant, **variables)
         if len(_MEMO) >= _MEMO_MAX:
@@ -143,15 +148,20 @@ def entry(cfg: DebateConfig, st: DebateState, viewer: str, ev: Event) -> str:
                   text=ev.meta.get("marked", ev.content), round=ev.round or 0)
 
 
-def visible(st: DebateState, ev: Event, viewer: str, hide_current: bool = True) -> bool:
+def visible(st: DebateState, ev: Event, viewer: str, hide_current: bool = True,
+            cur: Step | None | bool = False) -> bool:
+    """`cur`: `st.current`, when the caller already has it (it is asked once per event)."""
     if ev.visible_to is not None and viewer not in ev.visible_to:
         return False
-    if ev.tag in ("verdict", "reasoning") and ev.player != viewer:
+    if ev.player == viewer:
+        return True
+    if ev.tag in ("verdict", "reasoning"):
         return False
-    cur = st.current
+    if cur is False:
+        cur = st.current
     # simultaneous moves: a player does not see others' moves of the step it is taking part in
-    return not (hide_current and ev.player != viewer and cur is not None and len(cur.players) > 1
-                and ev.meta.get("step") == st.step and viewer in cur.players)
+    return not (hide_current and cur is not None and len(cur.players) > 1  # type: ignore[union-attr]
+                and ev.meta.get("step") == st.step and viewer in cur.players)  # type: ignore[union-attr]
 
 
 def build_messages(cfg: DebateConfig, st: DebateState, player: str, *, final: str | None = None,
@@ -166,7 +176,8 @@ def build_messages(cfg: DebateConfig, st: DebateState, player: str, *, final: st
             msgs.append(Message(role="user", content="\n\n".join(pending)))
             pending.clear()
 
-    evs = [e for e in st.events if visible(st, e, player, hide_current)]
+    cur = st.current
+    evs = [e for e in st.events if visible(st, e, player, hide_current, cur)]
     # within a step: the viewer's own moves first (as it experienced them), then the others in
     # the step's seat order, so simultaneous moves read the same whoever was processed first
     def order(e: Event) -> tuple[int, bool, int, int]:
