@@ -5,6 +5,7 @@ They live at the bottom of the dependency graph so that games and models never i
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -84,15 +85,22 @@ class Completion(Strict):
 Op = Literal["generate", "score"]
 
 
-class ModelCall(Strict):
+@dataclass(slots=True)
+class ModelCall:
     """One request an agent wants executed on the model registered under `model` (an alias).
 
     Agents yield lists of these; the runner batches them across live episodes.
     Result types: generate -> list[Completion] (n of them); score -> list[float] (one per option).
+    A plain dataclass, not a validated model: it only carries already-validated parts between
+    the agent and the runner, several times per episode.
     """
 
     model: str
     op: Op
     request: GenerateRequest | ScoreRequest
     # Free-form labels for the record (player, tag such as "speech"/"verdict"/"scratchpad").
-    meta: dict[str, Any] = Field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.op not in ("generate", "score"):
+            raise ValueError(f"ModelCall.op must be 'generate' or 'score', got {self.op!r}")

@@ -103,8 +103,7 @@ class EpisodeDriver:
         return EpisodeRecord(
             id=self.id, experiment=job.experiment, game=game.name, instance_id=job.instance_id,
             instance=game.instance_summary(self.instance),
-            seats={p: SeatRecord(agent=a, model=self.agents[a].model, role=self.roles.get(p, "?"),
-                                 prompt_set=self.agents[a].prompts.name) for p, a in job.seats.items()},
+            seats={p: _seat_record(self.agents[a], self.roles.get(p, "?")) for p, a in job.seats.items()},
             seed=job.seed, repeat=job.repeat, flip=job.flip, matchup=job.matchup,
             status=status if outcome is None or outcome.status == "complete" else "aborted",
             outcome=outcome, events=game.events(self.state) if self.state is not None else [],
@@ -115,7 +114,7 @@ class EpisodeDriver:
     # -- play -------------------------------------------------------------------------------
     def run(self) -> AgentGen:
         started = time.time()
-        seats = {p: Seat(player=p, agent=a.name, prompts=a.prompts) for p, a in self.seat_agents.items()}
+        seats = {p: _seat(p, a) for p, a in self.seat_agents.items()}
         try:
             self.state = self.game.reset(self.instance, seats, self.rng, flip=self.job.flip)
             while not self.game.is_over(self.state):
@@ -210,6 +209,25 @@ class EpisodeDriver:
             self.game.act(st, opp, Action(text=c.text.strip()))
             out.append(st)
         return out
+
+
+def _seat(player: str, agent: Agent) -> Seat:
+    """The game's view of a seat; one object per (agent, player), reused by every episode."""
+    cache = agent.__dict__.setdefault("_seats", {})
+    seat = cache.get(player)
+    if seat is None or seat.prompts is not agent.prompts:
+        seat = cache[player] = Seat(player=player, agent=agent.name, prompts=agent.prompts)
+    return seat
+
+
+def _seat_record(agent: Agent, role: str) -> SeatRecord:
+    """Who sat where, for the record; one object per (agent, role), reused by every episode."""
+    cache = agent.__dict__.setdefault("_seat_records", {})
+    rec = cache.get(role)
+    if rec is None or rec.model != agent.model or rec.prompt_set != agent.prompts.name:
+        rec = cache[role] = SeatRecord(agent=agent.name, model=agent.model, role=role,
+                                       prompt_set=agent.prompts.name)
+    return rec
 
 
 def _call_record(call: Any, res: Any, player: str) -> CallRecord:

@@ -7,12 +7,12 @@ was shown (messages) and what it returned; `events` hold the game's public/priva
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any, Literal
 
 from pydantic import Field
 
 from sparring.games.base import Event, Outcome
+from sparring.stable_json import stable_dumps
 from sparring.types import Completion, Message, Sampling, Strict, Usage
 
 SCHEMA_VERSION = 1
@@ -73,5 +73,5 @@ class EpisodeRecord(Strict):
 def episode_id(experiment: str, instance_id: str, seats: dict[str, str], seed: int, repeat: int,
                flip: bool) -> str:
     """Deterministic id: the same scheduled episode always gets the same id (resume = skip ids)."""
-    key = json.dumps([experiment, instance_id, sorted(seats.items()), seed, repeat, flip], sort_keys=True)
+    key = stable_dumps([experiment, instance_id, sorted(seats.items()), seed, repeat, flip])
     return hashlib.sha256(key.encode()).hexdigest()[:16]

@@ -20,13 +20,14 @@ from typing import Any
 from sparring.experiments.episode import EpisodeJob
 from sparring.experiments.loader import Experiment, panel_name
 from sparring.experiments.record import EpisodeRecord
+from sparring.stable_json import stable_dumps
 
 Matchup = tuple[str, ...]
 
 
 def derive_seed(*parts: Any) -> int:
     """A 31-bit seed from JSON-able parts (stable across Python versions and processes)."""
-    blob = json.dumps(parts, sort_keys=True, default=str).encode()
+    blob = stable_dumps(list(parts)).encode()
     return int.from_bytes(hashlib.sha256(blob).digest()[:4], "big") & 0x7FFFFFFF
 
 

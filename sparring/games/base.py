@@ -51,6 +51,7 @@ class ActionSpec(Strict):
     backend cannot score, by generating after `fallback_instruction` and parsing "OPTION | NN%".
     """
 
+    model_config = ConfigDict(extra="forbid", frozen=True)  # games may hand out one spec many times
     kind: Literal["text", "choice"]
     tag: str
     options: list[str] = Field(default_factory=list)
@@ -74,9 +75,13 @@ class Action(Strict):
 class Feedback(Strict):
     """Result of `act`: accepted, or a correction shown only to the actor (who retries), or abort."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True)
     accepted: bool = True
     correction: str | None = None
     abort: str | None = None
+
+
+ACCEPTED = Feedback()  # shared: constructing one per accepted action is measurable engine overhead
 
 
 class Event(Strict):

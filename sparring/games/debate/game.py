@@ -10,11 +10,12 @@ import hashlib
 import random
 import re
 import weakref
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from sparring.choice import normalize_probs, parse_choice
 from sparring.errors import ConfigError, EpisodeAbort
-from sparring.games.base import Action, ActionSpec, Event, Feedback, Game, Outcome, Seat, register_game
+from sparring.games.base import ACCEPTED, Action, ActionSpec, Event, Feedback, Game, Outcome, Seat, register_game
 from sparring.games.debate import views
 from sparring.games.debate.background import fit_background
 from sparring.games.debate.config import DebateConfig
@@ -29,6 +30,7 @@ SCORE_OPTIONS = [" A", " B"]
 _WORDS = re.compile(r"\S+")
 
 
+@lru_cache(maxsize=65536)  # asked once per episode with (seed, salt, instance id): repeats hit
 def _unit(*parts: object) -> float:
     """A uniform number in [0, 1) from a stable hash (independent of any RNG state)."""
     digest = hashlib.sha256(":".join(map(str, parts)).encode()).digest()
@@ -49,15 +51,19 @@ class DebateGame(Game[DebateInstance, DebateState]):
         # the built-in set written for the configured format (instance attribute shadows the class one)
         self.default_prompts = {"debater": self._suggest("debater"), "judge": self._suggest("judge")}
         self._checked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._text_specs: dict[tuple, ActionSpec] = {}  # specs are frozen: one object per (tag, scratchpad)
+        self._summaries: dict[str, dict[str, Any]] = {}
+        self._schedule: tuple | None = None
+        self._players = {**{d: "debater" for d in self.config.debaters}, JUDGE: "judge"}
 
     # -- structure --------------------------------------------------------------------------
     def players(self) -> dict[str, str]:
-        return {**{d: "debater" for d in self.config.debaters}, JUDGE: "judge"}
+        return dict(self._players)
 
     def reset(self, instance: DebateInstance, seats: dict[str, Seat], rng: random.Random,
               flip: bool = False) -> DebateState:
         cfg = self.config
-        missing = [p for p in self.players() if p not in seats]
+        missing = [p for p in self._players if p not in seats]
         if missing:
             raise ConfigError(f"format {cfg.format!r} needs seats {sorted(self.players())}; missing {missing}")
         self._check_prompts(seats)
@@ -96,12 +102,18 @@ class DebateGame(Game[DebateInstance, DebateState]):
         else:  # empty
             judge_display = (1, 0) if flip else identity
         st = DebateState(instance=instance, seats=seats, flip=flip, variant=variant, background=shown,
-                         background_info=info, steps=build_schedule(cfg), judge_display=judge_display,
+                         background_info=info, steps=self._steps(), judge_display=judge_display,
                          debater_display=debater_display, player_answer=player_answer, side_answer={},
                          consultant_correct=consultant_correct)
         if judge_display is not None:
             self._set_sides(st)
         return st
+
+    def _steps(self) -> list:
+        """The format's turn order (the same for every episode: built once, copied per episode)."""
+        if self._schedule is None:
+            self._schedule = tuple(build_schedule(self.config))
+        return list(self._schedule)
 
     def _set_sides(self, st: DebateState) -> None:
         cfg = self.config
@@ -158,16 +170,27 @@ class DebateGame(Game[DebateInstance, DebateState]):
         scratch = None
         if cur.tag == "speech" and state.seats[player].prompts.has("scratchpad"):
             scratch = views.render(self.config, state, player, "scratchpad", cache_key=0, round=cur.round)
-        return ActionSpec(kind="text", tag=cur.tag, scratchpad_instruction=scratch)
+        key = (cur.tag, scratch)
+        spec = self._text_specs.get(key)
+        if spec is None:
+            spec = self._text_specs[key] = ActionSpec(kind="text", tag=cur.tag, scratchpad_instruction=scratch)
+            if len(self._text_specs) > 4096:
+                self._text_specs.clear()
+        return spec
 
     def _verdict_spec(self, st: DebateState, options: list[str] | None = None) -> ActionSpec:
         cfg = self.config
         options = options or list(cfg.sides)
+        key = ("verdict_spec", tuple(options))
+        if key in st.cache:
+            return st.cache[key]
         prefix = views.render(cfg, st, JUDGE, "verdict_prefix", cache_key=0).rstrip()
         fallback = views.render(cfg, st, JUDGE, "verdict_fallback", cache_key=tuple(options),
                                 side_a=options[0], side_b=options[1])
-        return ActionSpec(kind="choice", tag="verdict", options=options, score_options=SCORE_OPTIONS,
+        spec = ActionSpec(kind="choice", tag="verdict", options=options, score_options=SCORE_OPTIONS,
                           assistant_prefix=prefix, fallback_instruction=fallback)
+        st.cache[key] = spec
+        return spec
 
     def observation(self, state: DebateState, player: str) -> list[Message]:
         return views.build_messages(self.config, state, player)
@@ -218,7 +241,7 @@ class DebateGame(Game[DebateInstance, DebateState]):
             self._event(st, player, "reasoning", text, visible_to=[JUDGE], round=cur.round,
                         words=len(_WORDS.findall(text)))
         self._advance(st, player)
-        return Feedback()
+        return ACCEPTED
 
     def _advance(self, st: DebateState, player: str) -> None:
         st.acted.append(player)
@@ -244,7 +267,7 @@ class DebateGame(Game[DebateInstance, DebateState]):
         self._event(st, player, "choose", text, visible_to=[player], choice=LETTERS[pick], answer=ans,
                     correct=ans == st.instance.correct)
         self._advance(st, player)
-        return Feedback()
+        return ACCEPTED
 
     def _act_verdict(self, st: DebateState, action: Action) -> Feedback:
         options = list(self.config.sides)
@@ -261,7 +284,7 @@ class DebateGame(Game[DebateInstance, DebateState]):
         self._event(st, JUDGE, "verdict", content, round=st.current.round if st.current else None,
                     probs=probs, text=action.text)
         self._advance(st, JUDGE)
-        return Feedback()
+        return ACCEPTED
 
     # -- results ----------------------------------------------------------------------------
     def is_over(self, state: DebateState) -> bool:
@@ -305,6 +328,15 @@ class DebateGame(Game[DebateInstance, DebateState]):
         return max([e.round or 0 for e in st.events if e.tag == "speech"], default=0)
 
     def instance_summary(self, instance: DebateInstance) -> dict[str, Any]:
+        hit = self._summaries.get(instance.id)
+        if hit is not None and hit["question"] == instance.question:
+            return hit
+        if len(self._summaries) > 16384:
+            self._summaries.clear()
+        self._summaries[instance.id] = summary = self._summary(instance)
+        return summary
+
+    def _summary(self, instance: DebateInstance) -> dict[str, Any]:
         return {"id": instance.id, "title": instance.title, "question": instance.question,
                 "answers": list(instance.answers), "correct": instance.correct,
                 "background_words": len(_WORDS.findall(instance.background)),
