@@ -2,10 +2,14 @@
 sustains — schedule, episode drivers, game rules, the lockstep runner, records and the fsynced
 store — and its peak memory.
 
-    python benchmarks/bench_engine_overhead.py                 # both workloads, 10,000 each
+    python benchmarks/bench_engine_overhead.py                 # all workloads, 10,000 each
     python benchmarks/bench_engine_overhead.py --episodes 2000 --workload debate --profile
 
 Targets: >= 2,000 two-turn debates/s and >= 2,000 negotiation games/s, peak RSS < 300 MB.
+Workloads: `debate` (two speeches and a scored verdict), `dond` (the shortest legal Deal or No
+Deal game: two messages, two proposals — the negotiation counterpart of a two-turn debate) and
+`dond-long` (random play up to 10 turns with invalid outputs and corrections; games/s here is
+naturally lower, it is reported to show the per-turn cost of the correction path).
 Each workload runs in a fresh subprocess so that peak RSS is its own. RSS is reported twice:
 after imports (the baseline any sparring process pays, e.g. torch if a backend imports it) and
 at the peak; the difference is what the engine added.
@@ -30,6 +34,9 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTED = str(REPO / "sparring" / "configs" / "experiments" / "models" / "scripted.yaml")
 TARGET_EPS, TARGET_RSS_MB = 2000.0, 300.0
+LABELS = {"debate": "two-turn debates (2 speeches + scored verdict: 3 model calls)",
+          "dond": "negotiation games, shortest legal game (2 messages + 2 proposals: 4 model calls)",
+          "dond-long": "negotiation games, random play (up to 10 turns, invalid outputs and corrections)"}
 
 
 def config(workload: str, episodes: int, max_live: int) -> dict:
@@ -46,13 +53,19 @@ def config(workload: str, episodes: int, max_live: int) -> dict:
                 "tournament": {"type": "custom", "matchups": [["plain", "quoting"]], "flip": True,
                                "repeats": repeats},
                 "run": {"seed": 0, "max_live": max_live}}
-    return {"name": "bench-dond", "game": "dond", "game_args": {"objective": "self", "max_turns": 10},
+    if workload == "dond":  # the shortest legal game: message, message, proposal, proposal
+        agents = {"alice": {"role": "negotiator", "model": "scripted-brief"},
+                  "bob": {"role": "negotiator", "model": "scripted-brief"}}
+        pair = ["alice", "bob"]
+    else:  # dond-long: random messages/proposals/invalid outputs, up to 10 turns, corrections
+        agents = {"polite": {"role": "negotiator", "model": "scripted-negotiator"},
+                  "haggler": {"role": "negotiator", "model": "scripted-haggler"}}
+        pair = ["polite", "haggler"]
+    return {"name": f"bench-{workload}", "game": "dond", "game_args": {"objective": "self", "max_turns": 10},
             "dataset": {"name": "dond_generated", "args": {"n": instances, "seed": 0}},
             "models_file": SCRIPTED,
-            "agents": {"polite": {"role": "negotiator", "model": "scripted-negotiator"},
-                       "haggler": {"role": "negotiator", "model": "scripted-haggler"}},
-            "tournament": {"type": "custom", "matchups": [["polite", "haggler"]], "flip": True,
-                           "repeats": repeats},
+            "agents": agents,
+            "tournament": {"type": "custom", "matchups": [pair], "flip": True, "repeats": repeats},
             "run": {"seed": 0, "max_live": max_live}}
 
 
@@ -146,7 +159,7 @@ def run_one(workload: str, episodes: int, max_live: int, profile: bool, breakdow
         timers.install(workload)
     pool = ModelPool(load_model_specs(SCRIPTED))
     for name in ("scripted-debater", "scripted-quoter", "scripted-judge", "scripted-negotiator",
-                 "scripted-haggler"):
+                 "scripted-haggler", "scripted-brief"):
         pool.get(name).calls = _Forget()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"bench-{workload}.yaml"
@@ -174,7 +187,7 @@ def run_one(workload: str, episodes: int, max_live: int, profile: bool, breakdow
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--episodes", type=int, default=10_000)
-    ap.add_argument("--workload", choices=["debate", "dond", "all"], default="all")
+    ap.add_argument("--workload", choices=[*LABELS, "all"], default="all")
     ap.add_argument("--max-live", type=int, default=256)
     ap.add_argument("--profile", action="store_true", help="print a cProfile of the run (stderr)")
     ap.add_argument("--no-breakdown", action="store_true",
@@ -184,7 +197,7 @@ def main() -> None:
     if a.child:
         print(json.dumps(run_one(a.workload, a.episodes, a.max_live, a.profile, not a.no_breakdown)))
         return
-    workloads = ["debate", "dond"] if a.workload == "all" else [a.workload]
+    workloads = list(LABELS) if a.workload == "all" else [a.workload]
     print(f"engine overhead, scripted models, {a.episodes:,} episodes per workload, max_live {a.max_live}")
     cal = calibrate()
     print(f"machine yardstick: sum(range(1000)) = {cal:.1f} us (a dedicated server core: ~8-12 us; "
@@ -200,7 +213,7 @@ def main() -> None:
         if a.profile:
             print(out.stderr, file=sys.stderr)
         r = json.loads(out.stdout.strip().splitlines()[-1])
-        label = "two-turn debates" if w == "debate" else "negotiation games"
+        label = LABELS[w]
         print(f"\n{label}: {r['episodes']:,} in {r['wall_s']:.2f} s "
               f"({r['failed']} failed, {r['aborted']} aborted by the game); store {r['store_mb']:.1f} MB")
         print(f"  episodes/s      {r['episodes_per_s']:10,.0f}   target >= {TARGET_EPS:,.0f}   "

@@ -21,7 +21,16 @@ from sparring.errors import EpisodeAbort
 from sparring.games.base import ActionSpec
 from sparring.prompts import PromptSet
 from sparring.registry import Registry
-from sparring.types import Completion, GenerateRequest, Message, ModelCall, Sampling, ScoreRequest, Strict
+from sparring.types import (
+    Completion,
+    GenerateRequest,
+    Message,
+    ModelCall,
+    Sampling,
+    ScoreRequest,
+    Strict,
+    new,
+)
 
 _MASK64 = (1 << 64) - 1
 AgentGen = Generator[list[ModelCall], list[Any], Any]
@@ -118,7 +127,7 @@ class Agent(ABC):
                  prefix: str = "", sampling: Sampling | None = None) -> AgentGen:
         """Yield one generate call; return its list of n completions."""
         s = (sampling or self.sampling).model_copy(update={"n": n, "seed": self.seed_for(ctx)})
-        req = GenerateRequest(messages=messages, sampling=s, assistant_prefix=prefix,
+        req = new(GenerateRequest, messages=messages, sampling=s, assistant_prefix=prefix,
                               adapter=self.config.adapter, context=ctx.request_context(tag))
         (res,) = yield [ModelCall(model=self.model, op="generate", request=req,
                                   meta={"player": ctx.player, "tag": tag, "agent": self.name})]
@@ -128,7 +137,7 @@ class Agent(ABC):
     def score(self, ctx: TurnContext, messages: list[Message], options: list[str], *, tag: str,
               prefix: str = "") -> AgentGen:
         """Yield one score call; return log-probs, or the exception object (caller decides)."""
-        req = ScoreRequest(messages=messages, options=options, assistant_prefix=prefix,
+        req = new(ScoreRequest, messages=messages, options=options, assistant_prefix=prefix,
                            adapter=self.config.adapter, context=ctx.request_context(tag))
         (res,) = yield [ModelCall(model=self.model, op="score", request=req,
                                   meta={"player": ctx.player, "tag": tag, "agent": self.name})]

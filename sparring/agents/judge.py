@@ -16,7 +16,7 @@ from sparring.agents.text_agent import TextAgent, TextAgentConfig
 from sparring.choice import parse_choice, probs_from_logprobs
 from sparring.errors import EpisodeAbort, ScoringNotSupported
 from sparring.games.base import Action
-from sparring.types import Message
+from sparring.types import Message, new
 
 
 class JudgeConfig(TextAgentConfig):
@@ -41,7 +41,7 @@ class Judge(TextAgent):
                                         tag=spec.tag, prefix=spec.assistant_prefix)
             if not isinstance(res, BaseException):
                 probs = probs_from_logprobs(list(res), spec.options)
-                return Action(probs=probs, meta={"method": "score", "logprobs": list(res)})
+                return new(Action, probs=probs, meta={"method": "score", "logprobs": list(res)})
             if not (isinstance(res, ScoringNotSupported) and self.config.verdict == "auto"):
                 raise res
         messages = list(ctx.observation)

@@ -9,7 +9,7 @@ from pydantic import Field
 from sparring.agents.base import Agent, AgentConfig, AgentGen, TurnContext
 from sparring.errors import ConfigError
 from sparring.games.base import Action
-from sparring.types import Message, Strict
+from sparring.types import Message, Strict, new
 
 
 class BestOfN(Strict):
@@ -75,4 +75,4 @@ class TextAgent(Agent):
             meta["scratchpad"] = plan
             if sp and sp.public:
                 text = f"{plan}\n\n{text}"
-        return Action(text=text, meta=meta)
+        return new(Action, text=text, meta=meta)

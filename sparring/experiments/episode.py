@@ -18,7 +18,7 @@ from sparring.agents.base import Agent, AgentGen, TurnContext, gather, unwrap
 from sparring.errors import EpisodeAbort
 from sparring.experiments.record import CallRecord, EpisodeRecord, SeatRecord, episode_id
 from sparring.games.base import Action, Game, Instance, Seat
-from sparring.types import Completion, GenerateRequest, Strict, Usage
+from sparring.types import Completion, GenerateRequest, Strict, new
 
 MAX_REJECTIONS = 50  # engine-level guard if a game keeps rejecting without ever aborting
 
@@ -99,8 +99,9 @@ class EpisodeDriver:
             for comp in c.completions or ():
                 t[0] += comp.usage.prompt_tokens
                 t[1] += comp.usage.completion_tokens
-        usage = {m: Usage(prompt_tokens=p, completion_tokens=n) for m, (p, n) in tokens.items()}
-        return EpisodeRecord(
+        usage = {m: {"prompt_tokens": p, "completion_tokens": n} for m, (p, n) in tokens.items()}
+        return new(
+            EpisodeRecord,
             id=self.id, experiment=job.experiment, game=game.name, instance_id=job.instance_id,
             instance=game.instance_summary(self.instance),
             seats={p: _seat_record(self.agents[a], self.roles.get(p, "?")) for p, a in job.seats.items()},
@@ -249,7 +250,7 @@ def _call_record(call: Any, res: Any, player: str) -> CallRecord:
         fields["completions"] = [c if isinstance(c, Completion) else Completion.model_validate(c) for c in res]
     else:
         fields["logprobs"] = [float(x) for x in unwrap(res)]
-    return CallRecord(player=call.meta.get("player", player), tag=call.meta.get("tag", ""), model=call.model,
+    return new(CallRecord, player=call.meta.get("player", player), tag=call.meta.get("tag", ""), model=call.model,
                       op=call.op, messages=req.messages, assistant_prefix=req.assistant_prefix, meta=meta,
                       **fields)
 

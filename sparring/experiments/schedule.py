@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field

@@ -25,7 +25,7 @@ from pydantic import Field, model_validator
 
 from sparring.errors import BackendError, ConfigError, ScoringNotSupported
 from sparring.models.base import Model, register_backend
-from sparring.types import Completion, GenerateRequest, Message, ScoreRequest, Usage
+from sparring.types import Completion, GenerateRequest, Message, ScoreRequest, new
 
 # Probabilities are floored before the log so that "impossible" options stay finite (JSON-safe).
 PROB_FLOOR = 1e-9
@@ -87,6 +87,22 @@ def request_key(*parts: Any) -> int:
     """Stable 64-bit integer from JSON-able parts (used to seed per-request RNGs)."""
     blob = json.dumps(parts, sort_keys=True, default=str).encode()
     return int.from_bytes(hashlib.sha256(blob).digest()[:8], "big")
+
+
+_BRIEF_MESSAGES = ("[message] I would like the books; you can keep the hats.",
+                   "[message] The balls matter most to me. What do you need?",
+                   "[message] Let us split evenly.")
+_BRIEF_PROPOSALS = ("[propose] (1 books, 1 hats, 1 balls)", "[propose] (0 books, 1 hats, 1 balls)",
+                    "[propose] (1 book, 0 hats, 0 balls)", "[propose] (0 books, 0 hats, 1 ball)")
+
+
+def brief_negotiator(request: GenerateRequest) -> str:
+    """A Deal or No Deal player for the shortest legal game: one message, then a proposal
+    (every proposal is within any pool, since each item count is at least 1). The wording is
+    picked by the request's seed, so games differ but replay identically."""
+    said = any(m.role == "assistant" for m in request.messages)
+    pick = (request.sampling.seed or 0) >> 3
+    return _BRIEF_PROPOSALS[pick % len(_BRIEF_PROPOSALS)] if said else _BRIEF_MESSAGES[pick % len(_BRIEF_MESSAGES)]
 
 
 def echo(request: GenerateRequest) -> str:
@@ -207,9 +223,9 @@ class ScriptedModel(Model):
         out = []
         for req, raw in zip(requests, texts, strict=True):
             text, finish = apply_stop(raw, req.sampling.stop, req.sampling.max_new_tokens)
-            usage = Usage(prompt_tokens=prompt_tokens(req.messages, req.assistant_prefix),
-                          completion_tokens=count_tokens(text))
-            out.append(Completion(text=text, finish_reason=finish, usage=usage, latency_s=latency))
+            usage = {"prompt_tokens": prompt_tokens(req.messages, req.assistant_prefix),
+                     "completion_tokens": count_tokens(text)}
+            out.append(new(Completion, text=text, finish_reason=finish, usage=usage, latency_s=latency))
         return out
 
     def _reply(self, req: GenerateRequest) -> str:

@@ -15,7 +15,17 @@ from typing import Any, ClassVar
 
 from sparring.choice import normalize_probs, parse_choice
 from sparring.errors import ConfigError, EpisodeAbort
-from sparring.games.base import ACCEPTED, Action, ActionSpec, Event, Feedback, Game, Outcome, Seat, register_game
+from sparring.games.base import (
+    ACCEPTED,
+    Action,
+    ActionSpec,
+    Event,
+    Feedback,
+    Game,
+    Outcome,
+    Seat,
+    register_game,
+)
 from sparring.games.debate import views
 from sparring.games.debate.background import fit_background
 from sparring.games.debate.config import DebateConfig
@@ -24,7 +34,7 @@ from sparring.games.debate.metrics import episode_metrics
 from sparring.games.debate.quotes import validate_quotes
 from sparring.games.debate.schedule import JUDGE, build_schedule
 from sparring.games.debate.state import LETTERS, DebateState
-from sparring.types import Message
+from sparring.types import Message, new
 
 SCORE_OPTIONS = [" A", " B"]
 _WORDS = re.compile(r"\S+")
@@ -198,7 +208,7 @@ class DebateGame(Game[DebateInstance, DebateState]):
     # -- acting -----------------------------------------------------------------------------
     def _event(self, st: DebateState, player: str, tag: str, content: str, *, visible_to=None,
                round: int | None = None, **meta: Any) -> Event:
-        ev = Event(index=len(st.events), player=player, tag=tag, content=content, visible_to=visible_to,
+        ev = new(Event, index=len(st.events), player=player, tag=tag, content=content, visible_to=visible_to,
                    round=round, meta={"step": st.step, **meta})
         st.events.append(ev)
         return ev
@@ -294,10 +304,10 @@ class DebateGame(Game[DebateInstance, DebateState]):
         metrics = episode_metrics(self.config, state)
         if state.abort is not None or state.verdict is None:
             reason = state.abort or "the episode ended without a verdict"
-            return Outcome(status="aborted", reason=reason, metrics=metrics)
+            return new(Outcome, status="aborted", reason=reason, metrics=metrics)
         rewards = {p: metrics["probs"][s] for p, s in metrics["player_side"].items()}
         rewards[JUDGE] = metrics["p_correct"]
-        return Outcome(rewards=rewards, winner=metrics["winner"], metrics=metrics)
+        return new(Outcome, rewards=rewards, winner=metrics["winner"], metrics=metrics)
 
     def events(self, state: DebateState) -> list[Event]:
         return list(state.events)

@@ -20,7 +20,7 @@ from sparring.games.debate.config import DebateConfig
 from sparring.games.debate.schedule import JUDGE, Step
 from sparring.games.debate.state import DebateState
 from sparring.prompts import PromptSet
-from sparring.types import Message
+from sparring.types import Message, new
 
 _PARSER = jinja2.Environment()
 _MEMO: dict[tuple, str] = {}
@@ -167,13 +167,13 @@ def visible(st: DebateState, ev: Event, viewer: str, hide_current: bool = True,
 def build_messages(cfg: DebateConfig, st: DebateState, player: str, *, final: str | None = None,
                    hide_current: bool = True, current: bool = True) -> list[Message]:
     """`final` replaces the current instruction (used for the judge's what-if verdict)."""
-    msgs = [Message(role="system", content=system_message(cfg, st, player))]
+    msgs = [new(Message, role="system", content=system_message(cfg, st, player))]
     pending: list[str] = []
     emitted: set[int] = set()
 
     def flush() -> None:
         if pending:
-            msgs.append(Message(role="user", content="\n\n".join(pending)))
+            msgs.append(new(Message, role="user", content="\n\n".join(pending)))
             pending.clear()
 
     cur = st.current
@@ -199,7 +199,7 @@ def build_messages(cfg: DebateConfig, st: DebateState, player: str, *, final: st
             if ev.tag == "verdict" or (ev.tag == "rejected" and not ev.content):
                 continue
             flush()
-            msgs.append(Message(role="assistant", content=ev.content))
+            msgs.append(new(Message, role="assistant", content=ev.content))
     if final is not None:
         pending.append(final)
     elif current and st.current is not None and player in st.current.players and st.step not in emitted:

@@ -21,7 +21,17 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from sparring.errors import ConfigError
-from sparring.games.base import Action, ActionSpec, Event, Feedback, Game, Outcome, Seat, register_game
+from sparring.games.base import (
+    ACCEPTED,
+    Action,
+    ActionSpec,
+    Event,
+    Feedback,
+    Game,
+    Outcome,
+    Seat,
+    register_game,
+)
 from sparring.games.negotiation.instance import ITEMS, PLURALS, DondInstance, Triple
 from sparring.games.negotiation.objectives import NAMED_LAMBDAS, Objective, objective_lambda, points, rewards
 from sparring.games.negotiation.pareto import ceilings
@@ -34,7 +44,7 @@ from sparring.games.negotiation.protocol import (
     parse_action,
 )
 from sparring.prompts import PromptSet
-from sparring.types import Message, Strict
+from sparring.types import Message, Strict, new
 
 PLAYERS: tuple[str, str] = ("Player_1", "Player_2")
 TURN_TAG = "turn"
@@ -203,7 +213,11 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
         return bool(state.proposals) and player not in state.proposals
 
     def action_spec(self, state: DondState, player: str) -> ActionSpec:
-        return ActionSpec(kind="text", tag=TURN_TAG, scratchpad_instruction=state.texts[player]["scratchpad"])
+        texts = state.texts[player]
+        spec = texts.get("spec")
+        if spec is None:  # one frozen spec per static view, shared by every turn and episode
+            spec = texts["spec"] = ActionSpec(kind="text", tag=TURN_TAG, scratchpad_instruction=texts["scratchpad"])
+        return spec
 
     def observation(self, state: DondState, player: str) -> list[Message]:
         texts = state.texts[player]
@@ -244,11 +258,11 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
         except ActionError as err:
             return self._reject(state, player, raw, err)
         self._accept(state, player, parsed)
-        return Feedback(accepted=True)
+        return ACCEPTED
 
     def _event(self, state: DondState, player: str, tag: str, content: str, visible_to: list[str] | None,
                **meta: Any) -> None:
-        state.events.append(Event.model_construct(index=len(state.events), player=player, tag=tag, content=content,
+        state.events.append(new(Event, index=len(state.events), player=player, tag=tag, content=content,
                                                   visible_to=visible_to, round=len(state.turns), meta=meta))
 
     def _reject(self, state: DondState, player: str, raw: str, err: ActionError) -> Feedback:
@@ -325,10 +339,10 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
         a, b = PLAYERS
         winner = a if rew[a] > rew[b] else b if rew[b] > rew[a] else None
         if state.end == "aborted":
-            return Outcome(rewards=rew, winner=None, status="aborted", reason=state.abort_reason, metrics=metrics)
+            return new(Outcome, rewards=rew, winner=None, status="aborted", reason=state.abort_reason, metrics=metrics)
         reason = {"deal": "deal", "mismatch": "proposals do not add up to the pool",
                   "max_turns": f"no deal within {self.config.max_turns} turns"}.get(state.end or "", "unfinished")
-        return Outcome(rewards=rew, winner=winner, status="complete", reason=reason, metrics=metrics)
+        return new(Outcome, rewards=rew, winner=winner, status="complete", reason=reason, metrics=metrics)
 
     def events(self, state: DondState) -> list[Event]:
         return list(state.events)
@@ -369,4 +383,4 @@ def _merge(msgs: list[tuple[str, str]]) -> list[Message]:
             out[-1] = (role, f"{out[-1][1]}\n\n{content}")
         else:
             out.append((role, content))
-    return [Message.model_construct(role=r, content=c) for r, c in out]  # built from valid parts
+    return [new(Message, role=r, content=c) for r, c in out]
