@@ -133,20 +133,28 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-class _Forget(list):
-    """Scripted models keep every request they saw (for test assertions); a benchmark of the
-    engine's memory must not count that instrumentation."""
+def _bench_models(tmp: str) -> str:
+    """The scripted models file with request logging off: scripted doubles keep every request
+    for test assertions, which a benchmark of the engine's memory must not count."""
+    data = yaml.safe_load(Path(SCRIPTED).read_text())
+    for spec in data["models"].values():
+        spec.setdefault("args", {})["record_requests"] = False
+    path = Path(tmp) / "models.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
 
-    def extend(self, items) -> None:  # noqa: D401
-        return None
+
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
-def run_one(workload: str, episodes: int, max_live: int, profile: bool, breakdown: bool = True) -> dict:
+def run_one(workload: str, episodes: int, max_live: int, profile: bool, breakdown: bool = True,
+            workers: int = 1) -> dict:
     """Runs in the child process: one workload, returns the measurements."""
     from rich.console import Console
 
     from sparring.experiments.run import RunOptions, run_experiment
-    from sparring.models.pool import ModelPool
     from sparring.models.registry import load_model_specs
 
     load_model_specs(SCRIPTED)  # import every backend module now: part of the baseline, not the engine
@@ -155,24 +163,24 @@ def run_one(workload: str, episodes: int, max_live: int, profile: bool, breakdow
 
     baseline = rss_mb()
     timers = Timers()
-    if breakdown:
+    if breakdown and workers == 1:
         timers.install(workload)
-    pool = ModelPool(load_model_specs(SCRIPTED))
-    for name in ("scripted-debater", "scripted-quoter", "scripted-judge", "scripted-negotiator",
-                 "scripted-haggler", "scripted-brief"):
-        pool.get(name).calls = _Forget()
     with tempfile.TemporaryDirectory() as tmp:
+        cfg = config(workload, episodes, max_live)
+        cfg["models_file"] = _bench_models(tmp)
+        cfg["run"]["workers"] = workers
         path = Path(tmp) / f"bench-{workload}.yaml"
-        path.write_text(yaml.safe_dump(config(workload, episodes, max_live)))
+        path.write_text(yaml.safe_dump(cfg))
         opts = RunOptions(configuration=str(path), output_dir=tmp, run_name="r", quiet=True, report=False)
-        prof = cProfile.Profile() if profile else None
-        start, cpu0 = time.perf_counter(), time.process_time()
+        prof = cProfile.Profile() if profile and workers == 1 else None
+        start, cpu0, child0 = time.perf_counter(), time.process_time(), _children_cpu()
         if prof:
             prof.enable()
-        res = run_experiment(opts, console=Console(quiet=True), pool=pool)
+        res = run_experiment(opts, console=Console(quiet=True))
         if prof:
             prof.disable()
-        wall, cpu = time.perf_counter() - start, time.process_time() - cpu0
+        wall = time.perf_counter() - start
+        cpu = time.process_time() - cpu0 + _children_cpu() - child0
         size = (Path(tmp) / "r" / "episodes.jsonl").stat().st_size
     if prof:
         pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(25)
@@ -181,7 +189,8 @@ def run_one(workload: str, episodes: int, max_live: int, profile: bool, breakdow
     return {"workload": workload, "episodes": n, "failed": s["failed"], "aborted": s["aborted"],
             "cpu_s": cpu, "components_cpu_s": timers.cpu, "store_wall_s": timers.wall.get("store (serialise + fsync)", 0.0),
             "wall_s": wall, "run_s": s["wall_s"], "episodes_per_s": n / wall, "baseline_rss_mb": baseline,
-            "peak_rss_mb": rss_mb(), "store_mb": size / 1e6, "max_live": max_live}
+            "peak_rss_mb": rss_mb(), "worker_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0,
+            "store_mb": size / 1e6, "max_live": max_live, "workers": workers}
 
 
 def main() -> None:
@@ -192,19 +201,25 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true", help="print a cProfile of the run (stderr)")
     ap.add_argument("--no-breakdown", action="store_true",
                     help="do not time components (their timers cost ~1-5 us per wrapped call)")
+    ap.add_argument("--workers", default="1",
+                    help="engine processes (run.workers): a number or 'auto' (one per CPU)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        print(json.dumps(run_one(a.workload, a.episodes, a.max_live, a.profile, not a.no_breakdown)))
+        from sparring.experiments.workers import resolve_workers
+
+        workers = resolve_workers(a.workers)
+        print(json.dumps(run_one(a.workload, a.episodes, a.max_live, a.profile, not a.no_breakdown, workers)))
         return
     workloads = list(LABELS) if a.workload == "all" else [a.workload]
-    print(f"engine overhead, scripted models, {a.episodes:,} episodes per workload, max_live {a.max_live}")
+    print(f"engine overhead, scripted models, {a.episodes:,} episodes per workload, max_live {a.max_live}, "
+          f"workers {a.workers}")
     cal = calibrate()
     print(f"machine yardstick: sum(range(1000)) = {cal:.1f} us (a dedicated server core: ~8-12 us; "
           "much more means other load on this machine: read the CPU-time rows)")
     for w in workloads:
         cmd = [sys.executable, __file__, "--child", "--workload", w, "--episodes", str(a.episodes),
-               "--max-live", str(a.max_live)] + (["--profile"] if a.profile else []) + \
+               "--max-live", str(a.max_live), "--workers", str(a.workers)] + (["--profile"] if a.profile else []) + \
               (["--no-breakdown"] if a.no_breakdown else [])
         out = subprocess.run(cmd, capture_output=True, text=True)
         if out.returncode != 0:
@@ -220,7 +235,12 @@ def main() -> None:
               f"ratio {r['episodes_per_s'] / TARGET_EPS:.2f}   (wall clock)")
         per_cpu = r["episodes"] / r["cpu_s"]
         print(f"  episodes/CPU-s  {per_cpu:10,.0f}   target >= {TARGET_EPS:,.0f}   ratio {per_cpu / TARGET_EPS:.2f}"
-              f"   (process CPU time: what one uncontended core sustains)")
+              f"   (CPU time of all processes: what one uncontended core sustains)")
+        if r["workers"] > 1:
+            print(f"  peak RSS {r['peak_rss_mb']:,.0f} MB in the parent (store writer), "
+                  f"{r['worker_peak_rss_mb']:,.0f} MB in the largest of {r['workers']} workers "
+                  f"(target < {TARGET_RSS_MB:.0f} MB per process)")
+            continue
         if not r["components_cpu_s"]:
             print(f"  peak RSS {r['peak_rss_mb']:,.0f} MB (after imports {r['baseline_rss_mb']:,.0f} MB)")
             continue

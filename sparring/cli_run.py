@@ -23,10 +23,24 @@ ShardOpt = typer.Option(None, "--shard", help="Run shard I of N (0-based), e.g. 
 OutputDir = typer.Option(None, "--output-dir", "-o", help="Parent directory of runs (default $SPARRING_RUNS_DIR or runs/).")
 ModelsFile = typer.Option(None, "--models-file", "-f", help="Your models YAML (extends/overrides the shipped one).")
 MaxLive = typer.Option(None, "--max-live", min=1, help="Episodes advanced side by side (batch width).")
+Workers = typer.Option(None, "--workers", help="Engine processes: a number or 'auto' (one per CPU). For "
+                       "scripted/replay/API models when the engine is the bottleneck; each loads its own models.")
 Seed = typer.Option(None, "--seed", help="Run seed (per-episode seeds derive from it).")
 RunName = typer.Option(None, "--run-name", help="Fixed run directory name; rerunning the same command resumes it.")
 Quiet = typer.Option(False, "--quiet", "-q", help="No progress bar or summary table.")
 NoReport = typer.Option(False, "--no-report", help="Do not write the report at the end.")
+
+
+def _workers(value: str | None) -> int | str | None:
+    """`--workers 4` or `--workers auto` (the config validates the value)."""
+    if value is None or value.strip().lower() == "auto":
+        return None if value is None else "auto"
+    try:
+        return int(value)
+    except ValueError:
+        from sparring.errors import ConfigError
+
+        raise ConfigError(f"--workers expects a number or 'auto', got {value!r}") from None
 
 
 def _run(configuration: str | None, *, family: str | None = None, **kw) -> None:
@@ -42,13 +56,14 @@ def run(
     name: str = typer.Argument(None, help="Configuration name (configs/experiments/NAME.yaml) or a YAML path."),
     num_iters: int | None = NumIters, dry_run: bool = DryRun, resume: str | None = Resume,
     retry_failed: bool = RetryFailed, shard: str | None = ShardOpt, output_dir: str | None = OutputDir,
-    models_file: str | None = ModelsFile, max_live: int | None = MaxLive, seed: int | None = Seed,
+    models_file: str | None = ModelsFile, max_live: int | None = MaxLive, workers: str | None = Workers,
+    seed: int | None = Seed,
     run_name: str | None = RunName, quiet: bool = Quiet, no_report: bool = NoReport,
 ) -> None:
     """Run an experiment (debate, negotiation, any registered game); resumable."""
     _run(name, num_iters=num_iters, dry_run=dry_run, resume=resume, retry_failed=retry_failed, shard=shard,
-         output_dir=output_dir, models_file=models_file, max_live=max_live, seed=seed, run_name=run_name,
-         quiet=quiet, no_report=no_report)
+         output_dir=output_dir, models_file=models_file, max_live=max_live, workers=_workers(workers), seed=seed,
+         run_name=run_name, quiet=quiet, no_report=no_report)
 
 
 def merge(
@@ -107,12 +122,14 @@ def script_main(family: str, prog: str, argv: list[str] | None = None) -> None:
         configuration: str = typer.Option(None, "--configuration", "-c", help="Configuration name or YAML path."),
         num_iters: int | None = NumIters, dry_run: bool = DryRun, resume: str | None = Resume,
         retry_failed: bool = RetryFailed, shard: str | None = ShardOpt, output_dir: str | None = OutputDir,
-        models_file: str | None = ModelsFile, max_live: int | None = MaxLive, seed: int | None = Seed,
+        models_file: str | None = ModelsFile, max_live: int | None = MaxLive, workers: str | None = Workers,
+    seed: int | None = Seed,
         run_name: str | None = RunName, quiet: bool = Quiet, no_report: bool = NoReport,
     ) -> None:
         _run(configuration, family=family, num_iters=num_iters, dry_run=dry_run, resume=resume,
              retry_failed=retry_failed, shard=shard, output_dir=output_dir, models_file=models_file,
-             max_live=max_live, seed=seed, run_name=run_name, quiet=quiet, no_report=no_report)
+             max_live=max_live, workers=_workers(workers), seed=seed, run_name=run_name, quiet=quiet,
+             no_report=no_report)
 
     debug = os.environ.get("SPARRING_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
     try:

@@ -23,7 +23,10 @@ class Registry(Generic[T]):
     """Maps names to classes/factories. `modules` are imported lazily on first lookup so that
     registration happens without import-time side effects in the package root."""
 
+    instances: list[Registry] = []  # every registry, for `registered_modules`
+
     def __init__(self, kind: str, modules: Iterable[str] = ()):
+        Registry.instances.append(self)
         self.kind = kind
         self._items: dict[str, T] = {}
         self._modules = list(modules)
@@ -69,3 +72,11 @@ class Registry(Generic[T]):
     def __contains__(self, name: str) -> bool:
         self._load()
         return name in self._items
+
+
+def registered_modules() -> list[str]:
+    """Modules that registered something (built-in or user plugins, e.g. a custom game defined in
+    a test or a research script), so a worker process can import the same ones before resolving
+    an experiment."""
+    mods = {getattr(obj, "__module__", None) for reg in Registry.instances for obj in reg._items.values()}
+    return sorted(m for m in mods if m and m not in ("__main__", "__mp_main__"))

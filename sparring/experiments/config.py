@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from sparring.types import Strict
 
@@ -60,6 +60,16 @@ class RunConfig(Strict):
     output_dir: str | None = Field(None, description="parent of run directories (default $SPARRING_RUNS_DIR or runs/)")
     name: str | None = Field(None, description="fixed run directory name: rerunning resumes it")
     num_iters: int | None = Field(None, ge=1, description="use at most this many instances")
+    workers: int | Literal["auto"] = Field(
+        1, description="engine processes (auto = one per CPU); for scripted/replay/API models, "
+                       "when the engine, not the model, is the bottleneck")
+
+    @field_validator("workers")
+    @classmethod
+    def _workers(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and v < 1:
+            raise ValueError("workers must be >= 1 or 'auto'")
+        return v
 
 
 class ExperimentConfig(Strict):
@@ -76,7 +86,7 @@ class ExperimentConfig(Strict):
 
 
 # Keys that may differ between runs of the same experiment (shards, resumes, merges).
-_VOLATILE_RUN_KEYS = ("max_live", "output_dir", "name", "num_iters")
+_VOLATILE_RUN_KEYS = ("max_live", "output_dir", "name", "num_iters", "workers")
 
 
 def identity(config: ExperimentConfig) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from sparring.experiments.runner import Runner
 from sparring.experiments.schedule import Schedule
 from sparring.experiments.shard import Shard, parse_shard, select, shard_label
 from sparring.experiments.store import CONFIG, RunStore, iter_records, new_run_name, runs_root
+from sparring.experiments.workers import ParallelRunner, resolve_workers
 
 
 @dataclass
@@ -43,6 +44,7 @@ class RunOptions:
     output_dir: str | None = None
     models_file: str | None = None
     max_live: int | None = None
+    workers: int | str | None = None
     seed: int | None = None
     run_name: str | None = None
     quiet: bool = False
@@ -72,10 +74,13 @@ class RunResult:
     report: Path | None = None
 
 
-def prepare(opts: RunOptions) -> Plan:
+def prepare(opts: RunOptions, instances: list[Any] | None = None) -> Plan:
+    """Resolve everything short of loading models. `instances`: already loaded (worker processes
+    get theirs from the parent instead of reading the dataset again)."""
     if not opts.configuration and not opts.resume:
         raise ConfigError("give a configuration name/path (--configuration) or a run directory (--resume)")
     overrides = {"run.num_iters": opts.num_iters, "run.seed": opts.seed, "run.max_live": opts.max_live,
+                 "run.workers": opts.workers,
                  "run.output_dir": opts.output_dir, "run.name": opts.run_name, "models_file": opts.models_file}
     source: str | Path | None = opts.configuration
     if source is None:
@@ -85,7 +90,8 @@ def prepare(opts: RunOptions) -> Plan:
     cfg, path = load_config(source, overrides)
     exp = resolve(cfg, path)
     _check_family(exp, opts.family)
-    instances = load_instances(exp)
+    if instances is None:
+        instances = load_instances(exp)
     ids = [i.id for i in instances]
     shard = parse_shard(opts.shard)
     schedule = Schedule(exp, ids)
@@ -169,17 +175,26 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
 
     from sparring.models.pool import ModelPool
 
+    workers = resolve_workers(exp.config.run.workers)
+    if workers > 1 and plan.schedule.swiss:
+        console.print("[yellow]swiss rounds are paired from all results: running in one process[/yellow]")
+        workers = 1
+    if workers > 1 and pool is not None:
+        raise ConfigError("run.workers > 1 builds models inside each worker; it cannot use a model pool "
+                          "passed in by the caller")
     store = RunStore(plan.run_dir, exp.config)
     own_pool = pool is None
     pool = ModelPool(exp.specs) if pool is None else pool
     session = _Session()
-    runner: Runner | None = None
+    runner: Runner | ParallelRunner | None = None
     status = "incomplete"
     try:
         for alias, model in plan.extra_models.items():
             pool.add(alias, model)
         agents = build_agents(exp)
         for alias in sorted({a.model for a in exp.agent_configs.values()} | set(plan.extra_models)):
+            if workers > 1:  # each worker loads its own; a broken model fails every worker at once
+                break
             if not opts.quiet:
                 console.print(f"loading model {alias} ...")
             pool.get(alias)
@@ -192,8 +207,13 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
         interrupted = False
         with RunProgress(total["in_shard"], console=console, enabled=not opts.quiet,
                          description=exp.name) as bar:
-            runner = Runner(pool.get, max_live=exp.config.run.max_live, on_done=store.add_done,
-                            on_failed=store.add_failed)
+            if workers > 1:
+                if not opts.quiet:
+                    console.print(f"{workers} worker processes, each loading its own models ...")
+                runner = ParallelRunner(opts, workers, store)
+            else:
+                runner = Runner(pool.get, max_live=exp.config.run.max_live, on_done=store.add_done,
+                                on_failed=store.add_failed)
             runner.on_tick = _committer(store, session, runner, bar)
             with _sigint(runner, console):
                 results: dict[str, EpisodeRecord] = {}
@@ -205,11 +225,16 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
                             and (opts.retry_failed or j.id not in store.failed)]
                     session.skipped += len(jobs) - len(todo)
                     bar.update(session.skipped + session.done, session.failed, runner.stats.tokens_per_s)
-                    runner.run(_episodes(plan, todo, agents, store))
+                    if isinstance(runner, ParallelRunner):
+                        runner.run(todo, plan.instances)
+                    else:
+                        runner.run(_episodes(plan, todo, agents, store))
                     if runner.draining:
                         interrupted = True
                         break
         status = "interrupted" if interrupted else "complete"
+        if isinstance(runner, ParallelRunner) and runner.errors:
+            status = "incomplete"
     except KeyboardInterrupt:
         status = "interrupted"
     finally:
@@ -225,8 +250,14 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
                "episodes_per_s": (session.done + session.failed) / max(wall, 1e-9), "wall_s": wall,
                "load_s": session.load_s,
                "status": status, "run_dir": str(plan.run_dir)}
+    if isinstance(runner, ParallelRunner) and runner.errors:
+        summary["worker_errors"] = list(runner.errors)
     if not opts.quiet:
         print_summary(console, summary)
+    for err in summary.get("worker_errors", []):
+        console.print(f"[red]{err}[/red]")
+    if summary.get("worker_errors") and session.done + session.failed == 0:
+        raise SparringError(f"every worker failed before storing an episode; first error: {summary['worker_errors'][0]}")
     if status == "interrupted":
         console.print(f"[yellow]interrupted; stored episodes are safe. Resume with --resume {plan.run_dir}[/yellow]")
     report = _report(plan.run_dir, console) if opts.report and status != "interrupted" else None

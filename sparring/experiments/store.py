@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from filelock import FileLock, Timeout
@@ -171,6 +171,21 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 # -- the store -----------------------------------------------------------------------------------
+class Stored(NamedTuple):
+    """One finished episode, serialised (a JSONL line) and ready to append."""
+
+    id: str
+    status: str  # complete | aborted | failed
+    line: bytes  # JSON + newline
+    completion_tokens: int = 0
+    error: str | None = None
+
+    @classmethod
+    def of(cls, record: EpisodeRecord) -> Stored:
+        tokens = sum(u.completion_tokens for u in record.usage.values())
+        return cls(record.id, record.status, record.model_dump_json().encode() + b"\n", tokens, record.error)
+
+
 class RunStore:
     """One run directory opened for appending (exclusive: a second writer is refused)."""
 
@@ -204,8 +219,8 @@ class RunStore:
                 self.failed[obj["id"]] = obj.get("error") or ""
         self._episodes = open(self.path / EPISODES, "ab")
         self._failures = open(self.path / FAILURES, "ab")
-        self._pending_done: list[EpisodeRecord] = []
-        self._pending_failed: list[EpisodeRecord] = []
+        self._pending_done: list[Stored] = []
+        self._pending_failed: list[Stored] = []
         self._last_manifest = 0.0
         self.completion_tokens = 0
 
@@ -226,33 +241,36 @@ class RunStore:
 
     # -- appends ---------------------------------------------------------------------------------
     def add_done(self, record: EpisodeRecord) -> None:
-        self._pending_done.append(record)
+        self._pending_done.append(Stored.of(record))
 
     def add_failed(self, record: EpisodeRecord) -> None:
-        self._pending_failed.append(record)
+        self._pending_failed.append(Stored.of(record))
 
-    def commit(self) -> list[EpisodeRecord]:
+    def add_serialized(self, item: Stored) -> None:
+        """An episode serialised elsewhere (a worker process); `item.status` says which file."""
+        (self._pending_failed if item.status == "failed" else self._pending_done).append(item)
+
+    def commit(self) -> list[Stored]:
         """Write everything buffered with one flush + fsync per file; returns what was written."""
-        written: list[EpisodeRecord] = []
+        written: list[Stored] = []
         if self._pending_done:
             lines = []
-            for rec in self._pending_done:
-                if rec.id in self.done:  # never two lines for one id
+            for item in self._pending_done:
+                if item.id in self.done:  # never two lines for one id
                     continue
-                self.done[rec.id] = rec.status
-                self.failed.pop(rec.id, None)
-                lines.append(rec.model_dump_json(exclude_defaults=False).encode() + b"\n")
-                written.append(rec)
-                for u in rec.usage.values():
-                    self.completion_tokens += u.completion_tokens
+                self.done[item.id] = item.status
+                self.failed.pop(item.id, None)
+                lines.append(item.line)
+                written.append(item)
+                self.completion_tokens += item.completion_tokens
             _append(self._episodes, b"".join(lines))
             self._pending_done = []
         if self._pending_failed:
             lines = []
-            for rec in self._pending_failed:
-                self.failed[rec.id] = rec.error or ""
-                lines.append(rec.model_dump_json().encode() + b"\n")
-                written.append(rec)
+            for item in self._pending_failed:
+                self.failed[item.id] = item.error or ""
+                lines.append(item.line)
+                written.append(item)
             _append(self._failures, b"".join(lines))
             self._pending_failed = []
         if written and time.monotonic() - self._last_manifest > MANIFEST_EVERY_S:

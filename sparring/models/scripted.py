@@ -149,6 +149,8 @@ class ScriptedModel(Model):
         prefer_weight: float = Field(9.0, gt=0.0)
         scoring: bool = Field(True, description="False: score() raises ScoringNotSupported")
         concurrent: bool = Field(False, description="ask the engine to call it like a remote API")
+        record_requests: bool = Field(True, description="keep every request in `.calls` (for test "
+                                                        "assertions); false for long runs")
 
         @model_validator(mode="after")
         def _check_mode(self):
@@ -185,8 +187,9 @@ class ScriptedModel(Model):
         """Record the batch and raise the injected failure, if any request triggers one."""
         a = self.args
         with self._lock:
-            self.calls.extend(requests)
-            self.batch_sizes.append(len(requests))
+            if a.record_requests:
+                self.calls.extend(requests)
+                self.batch_sizes.append(len(requests))
             first = self._requests_seen + 1
             self._requests_seen += len(requests)
             last = self._requests_seen

@@ -179,6 +179,8 @@ def test_episode_that_cannot_start_is_recorded_as_failed(make_config, runs_dir):
     bad = EpisodeJob(experiment="toyexp", instance_id="q0", seats={"A": "alice"}, seed=1)
     with RunStore(runs_dir / "bad", plan.exp.config) as store:
         assert list(_episodes(plan, [bad], agents, store)) == []
-        (failure,) = store.commit()
+        (written,) = store.commit()
+    assert written.status == "failed"
+    (failure,) = iter_records(runs_dir / "bad", failures=True)
     assert failure.status == "failed" and "no agent seated" in failure.error
     assert failure.seats["A"].agent == "alice"

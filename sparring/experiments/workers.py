@@ -1,0 +1,179 @@
+"""Several engine processes for one run (`run.workers` / `--workers N`).
+
+Why: the lockstep runner is one Python thread. When the engine itself is the bottleneck —
+scripted doubles, replay re-judging of stored transcripts, a fast API server — a second core
+cannot help it (the GIL). Workers are separate processes, each with its own runner and models,
+each playing every W-th pending episode.
+
+The parent stays the only writer of the run directory: workers send finished episodes back as
+serialised JSONL lines, one message per runner tick, and the parent appends them with its usual
+group commit, keeps the progress bar and the resume bookkeeping. A worker that dies loses only
+its in-flight episodes: they were never stored, so `--resume` plays them (nothing is stored
+twice, nothing is lost). Local models are loaded once per worker: use workers with scripted,
+replay or API models, not with a big local model on one device.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing as mp
+import os
+import queue
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparring.experiments.runner import RunStats
+from sparring.experiments.store import RunStore, Stored
+from sparring.registry import registered_modules
+
+POLL_S = 0.2
+
+
+@dataclass
+class WorkerStats:
+    """What the parent knows of its workers, shaped like `RunStats` for the summary/progress."""
+
+    completion_tokens: int = 0
+    started: float = field(default_factory=time.time)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.completion_tokens / max(1e-9, time.time() - self.started)
+
+
+class _Sink:
+    """Collects a worker's finished episodes until the end of the tick."""
+
+    def __init__(self) -> None:
+        self.items: list[Stored] = []
+
+    def add_done(self, record: Any) -> None:
+        self.items.append(Stored.of(record))
+
+    add_failed = add_done
+
+
+def _worker(opts: Any, index: int, jobs: list[Any], instances: list[Any], out: Any, stop: Any,
+            modules: list[str]) -> None:
+    """Entry point of a worker process: resolve the experiment again (agents, prompts, game; the
+    parent sends the jobs and their instances, so no dataset is read twice), play `jobs`."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    from sparring.experiments.loader import build_agents
+    from sparring.experiments.run import _episodes, prepare
+    from sparring.experiments.runner import Runner
+    from sparring.models.pool import ModelPool
+
+    pool = None
+    try:
+        for mod in modules:  # plugins registered in the parent (custom games, backends, sources)
+            importlib.import_module(mod)
+        plan = prepare(opts, instances=instances)
+        exp = plan.exp
+        pool = ModelPool(exp.specs)
+        for alias, model in plan.extra_models.items():
+            pool.add(alias, model)
+        agents = build_agents(exp)
+        for alias in sorted({a.model for a in exp.agent_configs.values()} | set(plan.extra_models)):
+            pool.get(alias)  # load now: a broken model fails the worker, not every episode
+        sink = _Sink()
+        runner = Runner(pool.get, max_live=exp.config.run.max_live, on_done=sink.add_done,
+                        on_failed=sink.add_failed)
+
+        def tick() -> None:
+            if sink.items:
+                out.put(("episodes", index, sink.items, runner.stats.completion_tokens))
+                sink.items = []
+            if stop.is_set():
+                runner.stop_admitting()
+
+        runner.on_tick = tick
+        runner.run(_episodes(plan, jobs, agents, sink))  # type: ignore[arg-type]
+        out.put(("end", index, [], runner.stats.completion_tokens))
+    except BaseException as e:  # noqa: BLE001 — reported to the parent, which records the run as incomplete
+        out.put(("error", index, f"{type(e).__name__}: {e}", 0))
+    finally:
+        if pool is not None:
+            pool.close()
+
+
+class ParallelRunner:
+    """Plays a list of jobs on `workers` processes; quacks like `Runner` for `run_experiment`."""
+
+    def __init__(self, opts: Any, workers: int, store: RunStore, on_tick: Any = None):
+        self.opts, self.workers, self.store, self.on_tick = opts, workers, store, on_tick
+        self.stats = WorkerStats()
+        self.draining = False
+        self.errors: list[str] = []
+        self._ctx = mp.get_context("spawn")  # never fork a process that may hold torch/CUDA state
+        self._stop = None
+
+    def stop_admitting(self) -> None:
+        self.draining = True
+        if self._stop is not None:
+            self._stop.set()
+
+    def run(self, jobs: list[Any], instances: dict[str, Any]) -> RunStats | WorkerStats:
+        slices = [jobs[i :: self.workers] for i in range(self.workers)]
+        out = self._ctx.Queue()
+        self._stop = self._ctx.Event()
+        if self.draining:
+            self._stop.set()
+        procs = {i: self._ctx.Process(target=_worker, args=(self.opts, i, part, _instances_of(part, instances),
+                                                            out, self._stop, registered_modules()),
+                                      name=f"sparring-worker-{i}", daemon=True)
+                 for i, part in enumerate(slices) if part}
+        for p in procs.values():
+            p.start()
+        tokens = dict.fromkeys(procs, 0)
+        base = self.stats.completion_tokens
+        live = set(procs)
+        try:
+            while live:
+                try:
+                    kind, index, payload, worker_tokens = out.get(timeout=POLL_S)
+                except queue.Empty:
+                    for i in sorted(live):
+                        if procs[i].exitcode is not None:  # died without a word (killed, crashed)
+                            live.discard(i)
+                            self.errors.append(f"worker {i} exited with code {procs[i].exitcode}; its unfinished "
+                                               "episodes were not stored (resume the run to play them)")
+                    continue
+                tokens[index] = worker_tokens
+                self.stats.completion_tokens = base + sum(tokens.values())
+                if kind == "episodes":
+                    for item in payload:
+                        self.store.add_serialized(item)
+                elif kind == "error":
+                    live.discard(index)
+                    self.errors.append(f"worker {index}: {payload}")
+                else:
+                    live.discard(index)
+                if self.on_tick:
+                    self.on_tick()
+        finally:
+            for p in procs.values():
+                p.join(timeout=5 if not self.errors else 1)
+                if p.is_alive():
+                    p.kill()
+            if self.on_tick:
+                self.on_tick()
+        return self.stats
+
+
+def _instances_of(jobs: list[Any], instances: dict[str, Any]) -> list[Any]:
+    needed = {j.instance_id for j in jobs}
+    return [inst for iid, inst in instances.items() if iid in needed]
+
+
+def resolve_workers(requested: int | str | None) -> int:
+    """`auto` = the CPUs this process may use; numbers are taken as given (at least 1)."""
+    if requested in (None, "", 1, "1"):
+        return 1
+    if requested == "auto":
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # pragma: no cover - non-Linux
+            return max(1, os.cpu_count() or 1)
+    return max(1, int(requested))

@@ -1,0 +1,60 @@
+"""`run.workers`: several engine processes for one run, the parent as the only store writer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from sparring.errors import ConfigError, SparringError
+from sparring.experiments.store import iter_records, read_manifest
+from sparring.experiments.workers import resolve_workers
+from test_run import records, run
+
+
+def test_workers_store_exactly_what_one_process_stores(make_config, runs_dir):
+    """The toy game is registered in this (test) process only: workers import it themselves."""
+    path = make_config()
+    one = run(path, runs_dir, run_name="one")
+    two = run(path, runs_dir, run_name="two", workers=2)
+    assert one.status == two.status == "complete"
+    a, b = records(one.run_dir), records(two.run_dir)
+    assert len(a) == 3 * 6 * 2 and a == b
+    assert two.summary["done"] == len(a) and two.summary["tokens"] == one.summary["tokens"] > 0
+    lines = (two.run_dir / "episodes.jsonl").read_text().splitlines()
+    assert len(lines) == len({json.loads(x)["id"] for x in lines})  # each episode once
+    assert read_manifest(two.run_dir)["status"] == "complete"
+
+
+def test_workers_resume_and_record_failures(make_config, runs_dir):
+    path = make_config({"agents": {"bob": {"model": "t-fail"}}})
+    first = run(path, runs_dir, run_name="r", workers=2, num_iters=2)
+    assert first.status == "complete" and first.summary["failed"] > 0
+    failed = list(iter_records(first.run_dir, failures=True))
+    assert failed and all("FAILME" in r.error for r in failed)
+    again = run(path, runs_dir, run_name="r", workers=2)  # the rest of the instances only
+    assert again.summary["skipped"] == first.summary["done"] + first.summary["failed"]
+    assert again.summary["done"] + again.summary["failed"] == 3 * 6 * 2 - again.summary["skipped"]
+
+
+def test_a_model_that_cannot_load_fails_the_command_clearly(make_config, runs_dir, tmp_path):
+    import toy_game
+
+    models = tmp_path / "broken.yaml"
+    models.write_text(open(toy_game.MODELS_FILE).read() + "  t-broken:\n    backend: scripted\n"
+                      "    args: {mode: callable, function: 'no_such_module:reply'}\n")
+    path = make_config({"models_file": str(models), "agents": {"bob": {"model": "t-broken"}}})
+    with pytest.raises(SparringError, match="every worker failed.*no_such_module"):
+        run(path, runs_dir, run_name="broken", workers=2)
+
+
+def test_worker_count_validation(make_config, runs_dir):
+    assert resolve_workers(None) == resolve_workers(1) == 1
+    assert resolve_workers("auto") >= 1 and resolve_workers(3) == 3
+    with pytest.raises(ConfigError, match="workers"):
+        run(make_config({"run": {"workers": 0}}), runs_dir, run_name="zero")
+    from sparring.cli import app
+
+    out = CliRunner().invoke(app, ["run", str(make_config()), "--workers", "many", "--dry-run"])
+    assert out.exit_code == 2 and "--workers expects a number" in out.output and "Traceback" not in out.output
