@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_run import records, run
 from typer.testing import CliRunner
 
 from sparring.errors import ConfigError, SparringError
 from sparring.experiments.store import iter_records, read_manifest
 from sparring.experiments.workers import resolve_workers
-from test_run import records, run
 
 
 def test_workers_store_exactly_what_one_process_stores(make_config, runs_dir):
