@@ -126,7 +126,8 @@ class Agent(ABC):
     def generate(self, ctx: TurnContext, messages: list[Message], *, tag: str, n: int = 1,
                  prefix: str = "", sampling: Sampling | None = None) -> AgentGen:
         """Yield one generate call; return its list of n completions."""
-        s = (sampling or self.sampling).model_copy(update={"n": n, "seed": self.seed_for(ctx)})
+        base = sampling or self.sampling
+        s = new(Sampling, **{**base.__dict__, "n": n, "seed": self.seed_for(ctx)})
         req = new(GenerateRequest, messages=messages, sampling=s, assistant_prefix=prefix,
                               adapter=self.config.adapter, context=ctx.request_context(tag))
         (res,) = yield [ModelCall(model=self.model, op="generate", request=req,

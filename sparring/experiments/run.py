@@ -176,9 +176,6 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
     from sparring.models.pool import ModelPool
 
     workers = resolve_workers(exp.config.run.workers)
-    if workers > 1 and plan.schedule.swiss:
-        console.print("[yellow]swiss rounds are paired from all results: running in one process[/yellow]")
-        workers = 1
     if workers > 1 and pool is not None:
         raise ConfigError("run.workers > 1 builds models inside each worker; it cannot use a model pool "
                           "passed in by the caller")
@@ -189,6 +186,10 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
     runner: Runner | ParallelRunner | None = None
     status = "incomplete"
     try:
+        if workers > 1:  # start them now: they import and load models while the schedule is built
+            if not opts.quiet:
+                console.print(f"starting {workers} worker processes (each loads its own models) ...")
+            runner = ParallelRunner(opts, workers, store, plan.instances)
         for alias, model in plan.extra_models.items():
             pool.add(alias, model)
         agents = build_agents(exp)
@@ -207,11 +208,7 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
         interrupted = False
         with RunProgress(total["in_shard"], console=console, enabled=not opts.quiet,
                          description=exp.name) as bar:
-            if workers > 1:
-                if not opts.quiet:
-                    console.print(f"{workers} worker processes, each loading its own models ...")
-                runner = ParallelRunner(opts, workers, store)
-            else:
+            if not isinstance(runner, ParallelRunner):
                 runner = Runner(pool.get, max_live=exp.config.run.max_live, on_done=store.add_done,
                                 on_failed=store.add_failed)
             runner.on_tick = _committer(store, session, runner, bar)
@@ -226,7 +223,7 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
                     session.skipped += len(jobs) - len(todo)
                     bar.update(session.skipped + session.done, session.failed, runner.stats.tokens_per_s)
                     if isinstance(runner, ParallelRunner):
-                        runner.run(todo, plan.instances)
+                        runner.run(todo)
                     else:
                         runner.run(_episodes(plan, todo, agents, store))
                     if runner.draining:
@@ -238,6 +235,8 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
     except KeyboardInterrupt:
         status = "interrupted"
     finally:
+        if isinstance(runner, ParallelRunner):
+            runner.close()
         store.close(status=status)
         if own_pool:
             pool.close()

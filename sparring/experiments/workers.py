@@ -2,14 +2,15 @@
 
 Why: the lockstep runner is one Python thread. When the engine itself is the bottleneck —
 scripted doubles, replay re-judging of stored transcripts, a fast API server — a second core
-cannot help it (the GIL). Workers are separate processes, each with its own runner and models,
-each playing every W-th pending episode.
+cannot help it (the GIL). Workers are separate processes, each with its own runner and models;
+each round, the parent deals every worker every W-th pending episode.
 
 The parent stays the only writer of the run directory: workers send finished episodes back as
 serialised JSONL lines, one message per runner tick, and the parent appends them with its usual
 group commit, keeps the progress bar and the resume bookkeeping. A worker that dies loses only
 its in-flight episodes: they were never stored, so `--resume` plays them (nothing is stored
-twice, nothing is lost). Local models are loaded once per worker: use workers with scripted,
+twice, nothing is lost). Workers start (imports, experiment, models) while the parent is still
+building the schedule. Local models are loaded once per worker: use workers with scripted,
 replay or API models, not with a big local model on one device.
 """
 
@@ -24,7 +25,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparring.experiments.runner import RunStats
 from sparring.experiments.store import RunStore, Stored
 from sparring.registry import registered_modules
 
@@ -55,10 +55,10 @@ class _Sink:
     add_failed = add_done
 
 
-def _worker(opts: Any, index: int, jobs: list[Any], instances: list[Any], out: Any, stop: Any,
+def _worker(opts: Any, index: int, instances: list[Any], inbox: Any, out: Any, stop: Any,
             modules: list[str]) -> None:
-    """Entry point of a worker process: resolve the experiment again (agents, prompts, game; the
-    parent sends the jobs and their instances, so no dataset is read twice), play `jobs`."""
+    """A worker process: resolve the experiment (the parent sends the instances, so no dataset is
+    read twice), load the models, then play each list of jobs that arrives in `inbox`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     from sparring.experiments.loader import build_agents
     from sparring.experiments.run import _episodes, prepare
@@ -89,8 +89,9 @@ def _worker(opts: Any, index: int, jobs: list[Any], instances: list[Any], out: A
                 runner.stop_admitting()
 
         runner.on_tick = tick
-        runner.run(_episodes(plan, jobs, agents, sink))  # type: ignore[arg-type]
-        out.put(("end", index, [], runner.stats.completion_tokens))
+        while (jobs := inbox.get()) is not None:
+            runner.run(_episodes(plan, jobs, agents, sink))  # type: ignore[arg-type]
+            out.put(("end", index, [], runner.stats.completion_tokens))
     except BaseException as e:  # noqa: BLE001 — reported to the parent, which records the run as incomplete
         out.put(("error", index, f"{type(e).__name__}: {e}", 0))
     finally:
@@ -99,72 +100,81 @@ def _worker(opts: Any, index: int, jobs: list[Any], instances: list[Any], out: A
 
 
 class ParallelRunner:
-    """Plays a list of jobs on `workers` processes; quacks like `Runner` for `run_experiment`."""
+    """Plays lists of jobs on `workers` processes; quacks like `Runner` for `run_experiment`.
 
-    def __init__(self, opts: Any, workers: int, store: RunStore, on_tick: Any = None):
-        self.opts, self.workers, self.store, self.on_tick = opts, workers, store, on_tick
+    Processes start in the constructor; `run(jobs)` once per round; `close()` at the end.
+    """
+
+    def __init__(self, opts: Any, workers: int, store: RunStore, instances: dict[str, Any],
+                 on_tick: Any = None):
+        self.workers, self.store, self.on_tick = workers, store, on_tick
         self.stats = WorkerStats()
         self.draining = False
         self.errors: list[str] = []
-        self._ctx = mp.get_context("spawn")  # never fork a process that may hold torch/CUDA state
-        self._stop = None
+        ctx = mp.get_context("spawn")  # never fork a process that may hold torch/CUDA or threads
+        self._out = ctx.Queue()
+        self._stop = ctx.Event()
+        self._inboxes = [ctx.Queue() for _ in range(workers)]
+        self._tokens = [0] * workers
+        modules = registered_modules()
+        items = list(instances.values())
+        self._procs = [ctx.Process(target=_worker, args=(opts, i, items, self._inboxes[i], self._out, self._stop,
+                                                         modules), name=f"sparring-worker-{i}", daemon=True)
+                       for i in range(workers)]
+        self._alive = set(range(workers))
+        for p in self._procs:
+            p.start()
 
     def stop_admitting(self) -> None:
         self.draining = True
-        if self._stop is not None:
-            self._stop.set()
+        self._stop.set()
 
-    def run(self, jobs: list[Any], instances: dict[str, Any]) -> RunStats | WorkerStats:
-        slices = [jobs[i :: self.workers] for i in range(self.workers)]
-        out = self._ctx.Queue()
-        self._stop = self._ctx.Event()
-        if self.draining:
-            self._stop.set()
-        procs = {i: self._ctx.Process(target=_worker, args=(self.opts, i, part, _instances_of(part, instances),
-                                                            out, self._stop, registered_modules()),
-                                      name=f"sparring-worker-{i}", daemon=True)
-                 for i, part in enumerate(slices) if part}
-        for p in procs.values():
-            p.start()
-        tokens = dict.fromkeys(procs, 0)
-        base = self.stats.completion_tokens
-        live = set(procs)
+    def run(self, jobs: list[Any]) -> WorkerStats:
+        """Deal `jobs` round-robin to the live workers and store what comes back."""
+        waiting: set[int] = set()
+        live = sorted(self._alive)
+        for k, i in enumerate(live):
+            part = jobs[k :: len(live)]
+            self._inboxes[i].put(part)
+            waiting.add(i)
         try:
-            while live:
+            while waiting:
                 try:
-                    kind, index, payload, worker_tokens = out.get(timeout=POLL_S)
+                    kind, index, payload, worker_tokens = self._out.get(timeout=POLL_S)
                 except queue.Empty:
-                    for i in sorted(live):
-                        if procs[i].exitcode is not None:  # died without a word (killed, crashed)
-                            live.discard(i)
-                            self.errors.append(f"worker {i} exited with code {procs[i].exitcode}; its unfinished "
-                                               "episodes were not stored (resume the run to play them)")
+                    for i in sorted(waiting):
+                        if self._procs[i].exitcode is not None:  # died without a word (killed, crashed)
+                            self._lost(i, f"worker {i} exited with code {self._procs[i].exitcode}")
+                            waiting.discard(i)
                     continue
-                tokens[index] = worker_tokens
-                self.stats.completion_tokens = base + sum(tokens.values())
+                self._tokens[index] = worker_tokens
+                self.stats.completion_tokens = sum(self._tokens)
                 if kind == "episodes":
                     for item in payload:
                         self.store.add_serialized(item)
                 elif kind == "error":
-                    live.discard(index)
-                    self.errors.append(f"worker {index}: {payload}")
+                    self._lost(index, f"worker {index}: {payload}")
+                    waiting.discard(index)
                 else:
-                    live.discard(index)
+                    waiting.discard(index)
                 if self.on_tick:
                     self.on_tick()
         finally:
-            for p in procs.values():
-                p.join(timeout=5 if not self.errors else 1)
-                if p.is_alive():
-                    p.kill()
             if self.on_tick:
                 self.on_tick()
         return self.stats
 
+    def _lost(self, index: int, message: str) -> None:
+        self._alive.discard(index)
+        self.errors.append(f"{message}; its unfinished episodes were not stored (resume the run to play them)")
 
-def _instances_of(jobs: list[Any], instances: dict[str, Any]) -> list[Any]:
-    needed = {j.instance_id for j in jobs}
-    return [inst for iid, inst in instances.items() if iid in needed]
+    def close(self) -> None:
+        for i in self._alive:
+            self._inboxes[i].put(None)
+        for p in self._procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
 
 
 def resolve_workers(requested: int | str | None) -> int:

@@ -61,6 +61,8 @@ def apply_stop(text: str, stop: list[str], max_new_tokens: int) -> tuple[str, st
     cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
     if cut >= 0:
         text = text[:cut]
+    if len(text.split()) <= max_new_tokens:  # the common case, without a match object per word
+        return text, "stop"
     words = list(_WORD.finditer(text))
     if len(words) > max_new_tokens:
         return text[: words[max_new_tokens - 1].end()], "length"

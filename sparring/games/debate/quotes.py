@@ -99,11 +99,11 @@ def _story_span(idx: StoryIndex, first: int, last: int) -> str:
 def check_quote(quote: str, background: str, *, fuzzy_threshold: float = 90.0) -> QuoteCheck:
     """Classify one quoted span; valid non-exact spans come back as the story's exact text."""
     stripped = quote.strip()
+    if stripped and stripped in background and _WORD.search(stripped):
+        return QuoteCheck(quote, "exact", stripped)
     norm = normalize(stripped)
     if not norm:
         return QuoteCheck(quote, "invalid", quote, 0.0)
-    if stripped in background:
-        return QuoteCheck(quote, "exact", stripped)
     idx = index_story(background)
     if not idx.joined:
         return QuoteCheck(quote, "invalid", quote, 0.0)

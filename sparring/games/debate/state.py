@@ -43,7 +43,10 @@ class DebateState:
 
     @property
     def current(self) -> Step | None:
-        return None if self.over else self.steps[self.step]
+        # asked dozens of times per episode: `over` inlined
+        if self.abort is None and self.step < len(self.steps):
+            return self.steps[self.step]
+        return None
 
     def letter_of(self, answer: int, display: tuple[int, int]) -> str:
         return LETTERS[display.index(answer)]

@@ -25,6 +25,8 @@ from sparring.types import Message, new
 _PARSER = jinja2.Environment()
 _MEMO: dict[tuple, str] = {}
 _MEMO_MAX = 50_000
+_USED: dict[str, tuple[str, ...]] = {}  # template source -> the variables it reads
+_UNPARSEABLE: tuple[str, ...] = ("<unparseable>",)
 INSTRUCTION = {"speech": "speech", "choose": "choose", "question": "judge_question",
                "reasoning": "judge_reasoning", "verdict": "verdict"}
 
@@ -90,10 +92,16 @@ def render_memo(prompts: PromptSet, tag: str, variant: int, variables: dict[str,
     if not options:
         return prompts.render(tag, variant, **variables)  # raises the usual clear error
     source = options[variant % len(options)]
-    used = _used_variables(source)
-    if used is None or any(u not in variables for u in used):
+    used = _USED.get(source)
+    if used is None:
+        found = _used_variables(source)
+        used = _USED[source] = _UNPARSEABLE if found is None else found
+    if used is _UNPARSEABLE:
         return prompts.render(tag, variant, **variables)
-    values = tuple([variables[u] for u in used])
+    try:
+        values = tuple([variables[u] for u in used])
+    except KeyError:  # a variable the template needs is missing: the usual clear error
+        return prompts.render(tag, variant, **variables)
     try:
         key = (source, values)
         hit = _MEMO.get(key)  # player_vars holds tuples, so this hashes without conversion
@@ -110,10 +118,13 @@ def render_memo(prompts: PromptSet, tag: str, variant: int, variables: dict[str,
 
 def render(cfg: DebateConfig, st: DebateState, player: str, tag: str, cache_key: Any = None,
            **extra: Any) -> str:
-    key = ("r", player, tag, cache_key)
-    if cache_key is not None and key in st.cache:
-        return st.cache[key]
-    text = render_memo(st.seats[player].prompts, tag, st.variant, {**player_vars(cfg, st, player), **extra})
+    if cache_key is not None:
+        key = ("r", player, tag, cache_key)
+        hit = st.cache.get(key)
+        if hit is not None:
+            return hit
+    variables = player_vars(cfg, st, player)
+    text = render_memo(st.seats[player].prompts, tag, st.variant, {**variables, **extra} if extra else variables)
     if cache_key is not None:
         st.cache[key] = text
     return text
