@@ -34,6 +34,10 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTED = str(REPO / "sparring" / "configs" / "experiments" / "models" / "scripted.yaml")
 TARGET_EPS, TARGET_RSS_MB = 2000.0, 300.0
+# A current server core runs the yardstick (sum(range(1000)), CPython 3.11) in about 10 us; shared
+# sandboxes and CI machines run it 1.5-2.5x slower and vary minute to minute. The normalised rows
+# divide that out, measured in the same process during the run, so figures compare across machines.
+REFERENCE_US = 10.0
 LABELS = {"debate": "two-turn debates (2 speeches + scored verdict: 3 model calls)",
           "dond": "negotiation games, shortest legal game (2 messages + 2 proposals: 4 model calls)",
           "dond-long": "negotiation games, random play (up to 10 turns, invalid outputs and corrections)"}
@@ -173,6 +177,7 @@ def run_one(workload: str, episodes: int, max_live: int, profile: bool, breakdow
         path.write_text(yaml.safe_dump(cfg))
         opts = RunOptions(configuration=str(path), output_dir=tmp, run_name="r", quiet=True, report=False)
         prof = cProfile.Profile() if profile and workers == 1 else None
+        yard_before = calibrate()
         start, cpu0, child0 = time.perf_counter(), time.process_time(), _children_cpu()
         if prof:
             prof.enable()
@@ -181,6 +186,7 @@ def run_one(workload: str, episodes: int, max_live: int, profile: bool, breakdow
             prof.disable()
         wall = time.perf_counter() - start
         cpu = time.process_time() - cpu0 + _children_cpu() - child0
+        yard = (yard_before + calibrate()) / 2
         size = (Path(tmp) / "r" / "episodes.jsonl").stat().st_size
     if prof:
         pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(25)
@@ -190,7 +196,7 @@ def run_one(workload: str, episodes: int, max_live: int, profile: bool, breakdow
             "cpu_s": cpu, "components_cpu_s": timers.cpu, "store_wall_s": timers.wall.get("store (serialise + fsync)", 0.0),
             "wall_s": wall, "run_s": s["wall_s"], "episodes_per_s": n / wall, "baseline_rss_mb": baseline,
             "peak_rss_mb": rss_mb(), "worker_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0,
-            "store_mb": size / 1e6, "max_live": max_live, "workers": workers}
+            "store_mb": size / 1e6, "max_live": max_live, "workers": workers, "yardstick_us": yard}
 
 
 def main() -> None:
@@ -236,6 +242,10 @@ def main() -> None:
         per_cpu = r["episodes"] / r["cpu_s"]
         print(f"  episodes/CPU-s  {per_cpu:10,.0f}   target >= {TARGET_EPS:,.0f}   ratio {per_cpu / TARGET_EPS:.2f}"
               f"   (CPU time of all processes: what one uncontended core sustains)")
+        scale = r["yardstick_us"] / REFERENCE_US
+        print(f"  yardstick during the run {r['yardstick_us']:.1f} us -> on a {REFERENCE_US:.0f} us reference core: "
+              f"{r['episodes_per_s'] * scale:,.0f} episodes/s wall (ratio {r['episodes_per_s'] * scale / TARGET_EPS:.2f}), "
+              f"{per_cpu * scale:,.0f} per CPU-s (ratio {per_cpu * scale / TARGET_EPS:.2f})")
         if r["workers"] > 1:
             print(f"  peak RSS {r['peak_rss_mb']:,.0f} MB in the parent (store writer), "
                   f"{r['worker_peak_rss_mb']:,.0f} MB in the largest of {r['workers']} workers "

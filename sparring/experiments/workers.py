@@ -21,10 +21,12 @@ import multiprocessing as mp
 import os
 import queue
 import signal
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparring.errors import ConfigError
 from sparring.experiments.store import RunStore, Stored
 from sparring.registry import registered_modules
 
@@ -55,10 +57,10 @@ class _Sink:
     add_failed = add_done
 
 
-def _worker(opts: Any, index: int, instances: list[Any], inbox: Any, out: Any, stop: Any,
-            modules: list[str]) -> None:
-    """A worker process: resolve the experiment (the parent sends the instances, so no dataset is
-    read twice), load the models, then play each list of jobs that arrives in `inbox`."""
+def _worker(opts: Any, index: int, inbox: Any, out: Any, stop: Any, modules: list[str]) -> None:
+    """A worker process: resolve the experiment (the parent sends the instances, first thing in
+    `inbox`, so no dataset is read twice), load the models, then play each list of jobs that
+    arrives in `inbox`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     from sparring.experiments.loader import build_agents
     from sparring.experiments.run import _episodes, prepare
@@ -67,6 +69,7 @@ def _worker(opts: Any, index: int, instances: list[Any], inbox: Any, out: Any, s
 
     pool = None
     try:
+        instances = inbox.get()
         for mod in modules:  # plugins registered in the parent (custom games, backends, sources)
             importlib.import_module(mod)
         plan = prepare(opts, instances=instances)
@@ -116,14 +119,18 @@ class ParallelRunner:
         self._stop = ctx.Event()
         self._inboxes = [ctx.Queue() for _ in range(workers)]
         self._tokens = [0] * workers
+        _check_main_importable()
         modules = registered_modules()
-        items = list(instances.values())
-        self._procs = [ctx.Process(target=_worker, args=(opts, i, items, self._inboxes[i], self._out, self._stop,
-                                                         modules), name=f"sparring-worker-{i}", daemon=True)
+        # Big data goes through the queues (a feeder thread), never through the spawn bootstrap
+        # pipe: a child that dies while starting must not leave the parent blocked on a write.
+        self._procs = [ctx.Process(target=_worker, args=(opts, i, self._inboxes[i], self._out, self._stop, modules),
+                                   name=f"sparring-worker-{i}", daemon=True)
                        for i in range(workers)]
         self._alive = set(range(workers))
-        for p in self._procs:
+        items = list(instances.values())
+        for i, p in enumerate(self._procs):
             p.start()
+            self._inboxes[i].put(items)
 
     def stop_admitting(self) -> None:
         self.draining = True
@@ -175,6 +182,16 @@ class ParallelRunner:
             p.join(timeout=5)
             if p.is_alive():
                 p.kill()
+
+
+def _check_main_importable() -> None:
+    """Spawned workers re-import the parent's main module; a program read from stdin cannot be."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if path is not None and not os.path.exists(path):
+        raise ConfigError(f"run.workers > 1 starts worker processes that re-import the main program, and "
+                          f"{path!r} is not a file; run from a script, a module (-m) or a notebook, or use "
+                          "workers: 1")
 
 
 def resolve_workers(requested: int | str | None) -> int:
