@@ -9,6 +9,8 @@ Targets: a/b >= 0.9 (the engine adds < 10 %), a/c >= 6 (batching across episodes
 
     python benchmarks/bench_debate_throughput.py                  # ~5 minutes on 2 CPU cores
     python benchmarks/bench_debate_throughput.py --questions 32 --rounds 2 --max-new-tokens 64
+    python benchmarks/bench_debate_throughput.py --questions 24 --max-new-tokens 96 \
+        --max-live 64 --max-batch-size 64 --c-questions 3     # decode-heavy: where batching pays on CPU
 
 Rows ignore EOS by default (`--stop-at-eos` to disable) so that (a), (b) and (c) generate the
 same number of tokens whatever the sampled text; the judge's verdicts (score calls) are timed too.
@@ -47,10 +49,10 @@ class Recording(Model):
         return self.inner._generate(requests)
 
 
-def config(a: argparse.Namespace) -> dict[str, Any]:
+def config(a: argparse.Namespace, questions: int | None = None) -> dict[str, Any]:
     return {"name": "bench-throughput", "game": "debate",
             "game_args": {"format": "debate", "rounds": a.rounds, "speech_word_limit": 40},
-            "dataset": {"name": "generated", "split": "test", "limit": a.questions,
+            "dataset": {"name": "generated", "split": "test", "limit": questions or a.questions,
                         "args": {"people": a.people, "filler_sentences": a.filler}},
             "agents": {"debater": {"role": "debater", "model": "smollm2-135m",
                                    "sampling": {"temperature": 0.7, "top_p": 0.9, "max_new_tokens": a.max_new_tokens}},
@@ -101,6 +103,9 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=48)
     ap.add_argument("--max-live", type=int, default=64, help="engine batch width for (a)")
     ap.add_argument("--max-batch-size", type=int, default=32, help="backend rows per forward pass")
+    ap.add_argument("--c-questions", type=int, default=None,
+                    help="questions for (c) (default: all). One episode at a time, tokens/s does not "
+                         "depend on how many are played, so a few measure it in a fraction of the time")
     ap.add_argument("--stop-at-eos", action="store_true", help="let rows stop at EOS (token counts then differ)")
     ap.add_argument("--ceiling", action="store_true",
                     help="also (d): (b)'s requests one per call — the backend's own batching gain b/d "
@@ -133,8 +138,12 @@ def main() -> None:
                 model.score(reqs)
         tb, cb = time.perf_counter() - t0, time.process_time() - c0
         _line("b", "raw batched generate", tok_b, tb, cb)
-        tc, cc, tok_c, _ = engine_run(path, tmp, model, 1, "c")
-        _line("c", "one episode at a time", tok_c, tc, cc)
+        path_c = path
+        if a.c_questions and a.c_questions < a.questions:
+            path_c = Path(tmp) / "bench-c.yaml"
+            path_c.write_text(yaml.safe_dump(config(a, a.c_questions)))
+        tc, cc, tok_c, n_c = engine_run(path_c, tmp, model, 1, "c")
+        _line("c", f"one episode at a time ({n_c} ep.)", tok_c, tc, cc)
         if a.ceiling:
             t0, c0, tok_d = time.perf_counter(), time.process_time(), 0
             for op, reqs in batches:

@@ -129,7 +129,7 @@ class Agent(ABC):
         base = sampling or self.sampling
         s = new(Sampling, **{**base.__dict__, "n": n, "seed": self.seed_for(ctx)})
         req = new(GenerateRequest, messages=messages, sampling=s, assistant_prefix=prefix,
-                              adapter=self.config.adapter, context=ctx.request_context(tag))
+                  adapter=self.config.adapter, context=ctx.request_context(tag))
         (res,) = yield [ModelCall(model=self.model, op="generate", request=req,
                                   meta={"player": ctx.player, "tag": tag, "agent": self.name})]
         out: list[Completion] = unwrap(res)
@@ -139,7 +139,7 @@ class Agent(ABC):
               prefix: str = "") -> AgentGen:
         """Yield one score call; return log-probs, or the exception object (caller decides)."""
         req = new(ScoreRequest, messages=messages, options=options, assistant_prefix=prefix,
-                           adapter=self.config.adapter, context=ctx.request_context(tag))
+                  adapter=self.config.adapter, context=ctx.request_context(tag))
         (res,) = yield [ModelCall(model=self.model, op="score", request=req,
                                   meta={"player": ctx.player, "tag": tag, "agent": self.name})]
         return res

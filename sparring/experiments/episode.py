@@ -217,7 +217,9 @@ def _seat(player: str, agent: Agent) -> Seat:
     cache = agent.__dict__.setdefault("_seats", {})
     seat = cache.get(player)
     if seat is None or seat.prompts is not agent.prompts:
-        seat = cache[player] = Seat(player=player, agent=agent.name, prompts=agent.prompts)
+        sp = getattr(agent.config, "scratchpad", None)
+        seat = cache[player] = Seat(player=player, agent=agent.name, prompts=agent.prompts,
+                                    scratchpad=bool(sp and sp.enabled))
     return seat
 
 
@@ -232,8 +234,8 @@ def _seat_record(agent: Agent, role: str) -> SeatRecord:
 
 
 def _call_record(call: Any, res: Any, player: str) -> CallRecord:
-    """One CallRecord, built in a single constructor call (pydantic's Rust validator is faster
-    than model_construct or attribute assignment after construction; this runs once per call)."""
+    """One CallRecord, validated in a single call (faster than model_construct or assigning
+    attributes after construction; this runs once per model call)."""
     req = call.request
     meta = {k: v for k, v in call.meta.items() if k not in ("player", "tag")}
     purpose = req.context.get("purpose")
@@ -250,9 +252,9 @@ def _call_record(call: Any, res: Any, player: str) -> CallRecord:
         fields["completions"] = [c if isinstance(c, Completion) else Completion.model_validate(c) for c in res]
     else:
         fields["logprobs"] = [float(x) for x in unwrap(res)]
-    return new(CallRecord, player=call.meta.get("player", player), tag=call.meta.get("tag", ""), model=call.model,
-                      op=call.op, messages=req.messages, assistant_prefix=req.assistant_prefix, meta=meta,
-                      **fields)
+    return new(CallRecord, player=call.meta.get("player", player), tag=call.meta.get("tag", ""),
+               model=call.model, op=call.op, messages=req.messages, assistant_prefix=req.assistant_prefix,
+               meta=meta, **fields)
 
 
 def _mark_candidates(calls: list[CallRecord], action: Action) -> None:

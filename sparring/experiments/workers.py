@@ -62,6 +62,7 @@ def _worker(opts: Any, index: int, inbox: Any, out: Any, stop: Any, modules: lis
     `inbox`, so no dataset is read twice), load the models, then play each list of jobs that
     arrives in `inbox`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    _die_with_parent()
     from sparring.experiments.loader import build_agents
     from sparring.experiments.run import _episodes, prepare
     from sparring.experiments.runner import Runner
@@ -69,7 +70,7 @@ def _worker(opts: Any, index: int, inbox: Any, out: Any, stop: Any, modules: lis
 
     pool = None
     try:
-        instances = inbox.get()
+        instances = _receive(inbox)
         for mod in modules:  # plugins registered in the parent (custom games, backends, sources)
             importlib.import_module(mod)
         plan = prepare(opts, instances=instances)
@@ -92,7 +93,7 @@ def _worker(opts: Any, index: int, inbox: Any, out: Any, stop: Any, modules: lis
                 runner.stop_admitting()
 
         runner.on_tick = tick
-        while (jobs := inbox.get()) is not None:
+        while (jobs := _receive(inbox)) is not None:
             runner.run(_episodes(plan, jobs, agents, sink))  # type: ignore[arg-type]
             out.put(("end", index, [], runner.stats.completion_tokens))
     except BaseException as e:  # noqa: BLE001 — reported to the parent, which records the run as incomplete
@@ -100,6 +101,30 @@ def _worker(opts: Any, index: int, inbox: Any, out: Any, stop: Any, modules: lis
     finally:
         if pool is not None:
             pool.close()
+
+
+def _die_with_parent() -> None:
+    """If the parent is killed (even with SIGKILL), its workers must not linger: on Linux the
+    kernel kills them (PR_SET_PDEATHSIG); elsewhere `_receive` notices between rounds."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - exotic libc
+        pass
+
+
+def _receive(inbox: Any) -> Any:
+    """The next message from the parent; exits quietly if the parent has gone away."""
+    parent = mp.parent_process()
+    while True:
+        try:
+            return inbox.get(timeout=1.0)
+        except queue.Empty:
+            if parent is not None and not parent.is_alive():
+                raise SystemExit(0) from None
 
 
 class ParallelRunner:
@@ -173,6 +198,7 @@ class ParallelRunner:
 
     def _lost(self, index: int, message: str) -> None:
         self._alive.discard(index)
+        self._inboxes[index].cancel_join_thread()  # nobody will read it: never block exit on it
         self.errors.append(f"{message}; its unfinished episodes were not stored (resume the run to play them)")
 
     def close(self) -> None:
@@ -182,6 +208,8 @@ class ParallelRunner:
             p.join(timeout=5)
             if p.is_alive():
                 p.kill()
+        for q in self._inboxes:
+            q.cancel_join_thread()
 
 
 def _check_main_importable() -> None:

@@ -41,6 +41,9 @@ class Seat(BaseModel):
     player: str
     agent: str
     prompts: PromptSet
+    # False when the seated agent never plans before acting: games may skip rendering the
+    # scratchpad instruction of its ActionSpecs.
+    scratchpad: bool = True
 
 
 class ActionSpec(Strict):

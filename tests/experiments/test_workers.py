@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 from test_run import records, run
@@ -58,3 +63,56 @@ def test_worker_count_validation(make_config, runs_dir):
 
     out = CliRunner().invoke(app, ["run", str(make_config()), "--workers", "many", "--dry-run"])
     assert out.exit_code == 2 and "--workers expects a number" in out.output and "Traceback" not in out.output
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_sigkill_of_the_parent_takes_the_workers_down_and_resume_completes(make_config, runs_dir):
+    from test_crash import HERE, SLOW, lines
+
+    path = make_config(SLOW)
+    run_dir = runs_dir / "killed"
+    proc = subprocess.Popen([sys.executable, str(HERE / "run_toy.py"), "run", str(path), "--output-dir",
+                             str(runs_dir), "--run-name", "killed", "--max-live", "2", "--workers", "2",
+                             "--quiet", "--no-report"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    episodes = run_dir / "episodes.jsonl"
+    deadline = time.time() + 90
+    try:
+        while lines(episodes) < 10:
+            assert proc.poll() is None, proc.stdout.read().decode()
+            assert time.time() < deadline, "the subprocess stored nothing in time"
+            time.sleep(0.01)
+        workers = [p for p in _children(proc.pid) if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text()]
+        assert len(workers) == 2
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stop = time.time() + 10
+    while any(Path(f"/proc/{p}").exists() and "Z" not in Path(f"/proc/{p}/stat").read_text().split()[2]
+              for p in workers) and time.time() < stop:
+        time.sleep(0.05)
+    assert not any(Path(f"/proc/{p}").exists() and "Z" not in Path(f"/proc/{p}/stat").read_text().split()[2]
+                   for p in workers), "workers outlived their killed parent"
+    assert 10 <= lines(episodes) < 48
+    from rich.console import Console
+
+    from sparring.experiments.run import RunOptions, run_experiment
+
+    again = run_experiment(RunOptions(resume=str(run_dir), quiet=True, report=False, workers=2),
+                           console=Console(quiet=True))
+    assert again.status == "complete"
+    ids = [json.loads(x)["id"] for x in episodes.read_text().splitlines()]
+    assert len(ids) == len(set(ids)) == 48

@@ -178,7 +178,8 @@ class DebateGame(Game[DebateInstance, DebateState]):
         if cur.tag == "verdict":
             return self._verdict_spec(state)
         scratch = None
-        if cur.tag == "speech" and state.seats[player].prompts.has("scratchpad"):
+        seat = state.seats[player]
+        if cur.tag == "speech" and seat.scratchpad and seat.prompts.has("scratchpad"):
             scratch = views.render(self.config, state, player, "scratchpad", cache_key=0, round=cur.round)
         key = (cur.tag, scratch)
         spec = self._text_specs.get(key)
