@@ -120,7 +120,7 @@ class Timers:
                              "events", "record_state", "instance_summary", "fork", "evaluation", "players"], "game")
         self.wrap(Model, ["generate", "score"], "model (scripted backend)")
         self.wrap(episode.EpisodeDriver, ["record"], "episode records")
-        self.wrap(RunStore, ["commit"], "store (serialise + fsync)")
+        self.wrap(RunStore, ["add_done", "add_failed", "commit"], "store (serialise + fsync)")
         episode._call_record = self.timed(episode._call_record, "episode records")
 
 
