@@ -74,9 +74,39 @@ class Registry(Generic[T]):
         return name in self._items
 
 
-def registered_modules() -> list[str]:
-    """Modules that registered something (built-in or user plugins, e.g. a custom game defined in
-    a test or a research script), so a worker process can import the same ones before resolving
-    an experiment."""
-    mods = {getattr(obj, "__module__", None) for reg in Registry.instances for obj in reg._items.values()}
-    return sorted(m for m in mods if m and m not in ("__main__", "__mp_main__"))
+def registered_modules() -> list[tuple[str, str | None]]:
+    """(name, file) of the modules that registered something (built-in or user plugins, e.g. a
+    custom game defined in a test or a research script), so a worker process can import the same
+    ones before resolving an experiment — by file when the name alone is not importable there."""
+    import sys
+
+    names = {getattr(obj, "__module__", None) for reg in Registry.instances for obj in reg._items.values()}
+    out = []
+    for name in sorted(n for n in names if n and n not in ("__main__", "__mp_main__")):
+        out.append((name, getattr(sys.modules.get(name), "__file__", None)))
+    return out
+
+
+def import_plugin(name: str, file: str | None) -> None:
+    """Import `name`, or load it from `file` under that name if it is not on this process's path."""
+    import importlib.util
+    import sys
+
+    if name in sys.modules:
+        return
+    try:
+        importlib.import_module(name)
+        return
+    except ImportError:
+        if not file:
+            raise
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load module {name!r} from {file}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise

@@ -16,7 +16,6 @@ replay or API models, not with a big local model on one device.
 
 from __future__ import annotations
 
-import importlib
 import multiprocessing as mp
 import os
 import queue
@@ -26,9 +25,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparring.errors import ConfigError
+from sparring.errors import ConfigError, SparringError
 from sparring.experiments.store import RunStore, Stored
-from sparring.registry import registered_modules
+from sparring.registry import import_plugin, registered_modules
 
 POLL_S = 0.2
 
@@ -57,7 +56,7 @@ class _Sink:
     add_failed = add_done
 
 
-def _worker(opts: Any, index: int, inbox: Any, out: Any, stop: Any, modules: list[str]) -> None:
+def _worker(opts: Any, index: int, inbox: Any, out: Any, stop: Any, modules: list[tuple[str, str | None]]) -> None:
     """A worker process: resolve the experiment (the parent sends the instances, first thing in
     `inbox`, so no dataset is read twice), load the models, then play each list of jobs that
     arrives in `inbox`."""
@@ -71,9 +70,19 @@ def _worker(opts: Any, index: int, inbox: Any, out: Any, stop: Any, modules: lis
     pool = None
     try:
         instances = _receive(inbox)
-        for mod in modules:  # plugins registered in the parent (custom games, backends, sources)
-            importlib.import_module(mod)
-        plan = prepare(opts, instances=instances)
+        failed_plugins = []
+        for name, file in modules:  # plugins registered in the parent (custom games, backends, sources)
+            try:
+                import_plugin(name, file)
+            except Exception as e:  # noqa: BLE001 — only matters if the experiment needs it (below)
+                failed_plugins.append(f"{name}: {type(e).__name__}: {e}")
+        try:
+            plan = prepare(opts, instances=instances)
+        except Exception as e:
+            if failed_plugins:
+                raise SparringError(f"{e} (modules that registered plugins in the parent process could not "
+                                    f"be imported here: {'; '.join(failed_plugins)})") from e
+            raise
         exp = plan.exp
         pool = ModelPool(exp.specs)
         for alias, model in plan.extra_models.items():
