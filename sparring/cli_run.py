@@ -57,13 +57,12 @@ def run(
     num_iters: int | None = NumIters, dry_run: bool = DryRun, resume: str | None = Resume,
     retry_failed: bool = RetryFailed, shard: str | None = ShardOpt, output_dir: str | None = OutputDir,
     models_file: str | None = ModelsFile, max_live: int | None = MaxLive, workers: str | None = Workers,
-    seed: int | None = Seed,
-    run_name: str | None = RunName, quiet: bool = Quiet, no_report: bool = NoReport,
+    seed: int | None = Seed, run_name: str | None = RunName, quiet: bool = Quiet, no_report: bool = NoReport,
 ) -> None:
     """Run an experiment (debate, negotiation, any registered game); resumable."""
     _run(name, num_iters=num_iters, dry_run=dry_run, resume=resume, retry_failed=retry_failed, shard=shard,
-         output_dir=output_dir, models_file=models_file, max_live=max_live, workers=_workers(workers), seed=seed,
-         run_name=run_name, quiet=quiet, no_report=no_report)
+         output_dir=output_dir, models_file=models_file, max_live=max_live, workers=_workers(workers),
+         seed=seed, run_name=run_name, quiet=quiet, no_report=no_report)
 
 
 def merge(
@@ -123,8 +122,7 @@ def script_main(family: str, prog: str, argv: list[str] | None = None) -> None:
         num_iters: int | None = NumIters, dry_run: bool = DryRun, resume: str | None = Resume,
         retry_failed: bool = RetryFailed, shard: str | None = ShardOpt, output_dir: str | None = OutputDir,
         models_file: str | None = ModelsFile, max_live: int | None = MaxLive, workers: str | None = Workers,
-    seed: int | None = Seed,
-        run_name: str | None = RunName, quiet: bool = Quiet, no_report: bool = NoReport,
+        seed: int | None = Seed, run_name: str | None = RunName, quiet: bool = Quiet, no_report: bool = NoReport,
     ) -> None:
         _run(configuration, family=family, num_iters=num_iters, dry_run=dry_run, resume=resume,
              retry_failed=retry_failed, shard=shard, output_dir=output_dir, models_file=models_file,

@@ -132,6 +132,27 @@ def test_scripted_negotiators_through_dond_and_sigkill_resume(tmp_path, runs_dir
     assert any(c.rejected for r in recs for c in r.calls)  # invalid outputs were corrected and retried
 
 
+def test_benchmark_negotiators_play_the_shortest_legal_game(tmp_path, runs_dir):
+    """`scripted-brief` (the engine benchmark's negotiation workload): message, message, proposal,
+    proposal, every game, with no invalid output."""
+    cfg = {"game": "dond", "game_args": {"objective": "self", "max_turns": 10},
+           "dataset": {"name": "dond_generated", "args": {"n": 6, "seed": 2}},
+           "models_file": str(REPO / "sparring" / "configs" / "experiments" / "models" / "scripted.yaml"),
+           "agents": {"alice": {"role": "negotiator", "model": "scripted-brief"},
+                      "bob": {"role": "negotiator", "model": "scripted-brief"}},
+           "tournament": {"type": "custom", "matchups": [["alice", "bob"]], "flip": True}}
+    path = tmp_path / "brief.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    res = run(path, runs_dir, run_name="brief")
+    recs = list(iter_records(res.run_dir))
+    assert res.status == "complete" and len(recs) == 12
+    for r in recs:
+        kinds = [e.meta["kind"] for e in r.events if e.tag == "turn"]
+        assert kinds == ["message", "message", "proposal", "proposal"]
+        assert not any(c.rejected for c in r.calls) and r.outcome.metrics["end"] in ("deal", "mismatch")
+    assert len({tuple(e.content for e in r.events) for r in recs}) > 1  # seeded wordings differ
+
+
 @pytest.mark.bundled
 def test_quickstart_end_to_end_with_bundled_model(tmp_path):
     out = subprocess.run([sys.executable, str(REPO / "scripts" / "run_debate.py"), "--configuration",

@@ -192,7 +192,7 @@ class DebateGame(Game[DebateInstance, DebateState]):
     def _verdict_spec(self, st: DebateState, options: list[str] | None = None) -> ActionSpec:
         cfg = self.config
         options = options or list(cfg.sides)
-        key = ("verdict_spec", tuple(options))
+        key = ("spec", JUDGE, "verdict", tuple(options))  # k[1] names the viewer, like rendered pieces
         if key in st.cache:
             return st.cache[key]
         prefix = views.render(cfg, st, JUDGE, "verdict_prefix", cache_key=0).rstrip()
@@ -209,8 +209,8 @@ class DebateGame(Game[DebateInstance, DebateState]):
     # -- acting -----------------------------------------------------------------------------
     def _event(self, st: DebateState, player: str, tag: str, content: str, *, visible_to=None,
                round: int | None = None, **meta: Any) -> Event:
-        ev = new(Event, index=len(st.events), player=player, tag=tag, content=content, visible_to=visible_to,
-                   round=round, meta={"step": st.step, **meta})
+        ev = new(Event, index=len(st.events), player=player, tag=tag, content=content,
+                 visible_to=visible_to, round=round, meta={"step": st.step, **meta})
         st.events.append(ev)
         return ev
 

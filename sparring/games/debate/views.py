@@ -45,8 +45,8 @@ def player_vars(cfg: DebateConfig, st: DebateState, player: str) -> dict[str, An
         disp = st.judge_display or st.debater_display
         sides = cfg.sides
         v = {**common, "name": JUDGE, "answer_a": inst.answers[disp[0]], "answer_b": inst.answers[disp[1]],
-             "answers": tuple(inst.answers[i] for i in disp), "side_a": sides[0],
-             "side_b": sides[1], "debaters": tuple(cfg.debaters), "consultant_name": "Consultant", "consultant_letter": ""}
+             "answers": tuple(inst.answers[i] for i in disp), "side_a": sides[0], "side_b": sides[1],
+             "debaters": tuple(cfg.debaters), "consultant_name": "Consultant", "consultant_letter": ""}
         if cfg.format == "consultancy":
             v["consultant_letter"] = st.letter_of(st.player_answer["Consultant"], disp)
     else:
