@@ -115,6 +115,12 @@ def prepare(opts: RunOptions, instances: list[Any] | None = None) -> Plan:
                 run_dir=run_dir, notes=plan_notes, extra_models=extra_models)
 
 
+def models_to_load(plan: Plan) -> list[str]:
+    """Every model alias the run's agents use, loaded before the first episode so that a broken
+    model fails the command at once rather than every episode."""
+    return sorted({a.model for a in plan.exp.agent_configs.values()} | set(plan.extra_models))
+
+
 def _check_family(exp: Experiment, family: str | None) -> None:
     module = type(exp.game).__module__
     if family and module.startswith("sparring.games.") and not module.startswith(f"sparring.games.{family}"):
@@ -193,7 +199,7 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
         for alias, model in plan.extra_models.items():
             pool.add(alias, model)
         agents = build_agents(exp)
-        for alias in sorted({a.model for a in exp.agent_configs.values()} | set(plan.extra_models)):
+        for alias in models_to_load(plan):
             if workers > 1:  # each worker loads its own; a broken model fails every worker at once
                 break
             if not opts.quiet:

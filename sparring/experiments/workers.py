@@ -63,7 +63,7 @@ def _worker(opts: Any, index: int, inbox: Any, out: Any, stop: Any, modules: lis
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     _die_with_parent()
     from sparring.experiments.loader import build_agents
-    from sparring.experiments.run import _episodes, prepare
+    from sparring.experiments.run import _episodes, models_to_load, prepare
     from sparring.experiments.runner import Runner
     from sparring.models.pool import ModelPool
 
@@ -88,8 +88,8 @@ def _worker(opts: Any, index: int, inbox: Any, out: Any, stop: Any, modules: lis
         for alias, model in plan.extra_models.items():
             pool.add(alias, model)
         agents = build_agents(exp)
-        for alias in sorted({a.model for a in exp.agent_configs.values()} | set(plan.extra_models)):
-            pool.get(alias)  # load now: a broken model fails the worker, not every episode
+        for alias in models_to_load(plan):
+            pool.get(alias)
         sink = _Sink()
         runner = Runner(pool.get, max_live=exp.config.run.max_live, on_done=sink.add_done,
                         on_failed=sink.add_failed)
