@@ -199,9 +199,8 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
         for alias, model in plan.extra_models.items():
             pool.add(alias, model)
         agents = build_agents(exp)
-        for alias in models_to_load(plan):
-            if workers > 1:  # each worker loads its own; a broken model fails every worker at once
-                break
+        # With workers, each worker loads its own models (and a broken one fails them all at once).
+        for alias in models_to_load(plan) if workers == 1 else []:
             if not opts.quiet:
                 console.print(f"loading model {alias} ...")
             pool.get(alias)

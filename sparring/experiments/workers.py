@@ -21,27 +21,14 @@ import os
 import queue
 import signal
 import sys
-import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from sparring.errors import ConfigError, SparringError
+from sparring.experiments.runner import RunStats
 from sparring.experiments.store import RunStore, Stored
 from sparring.registry import import_plugin, registered_modules
 
 POLL_S = 0.2
-
-
-@dataclass
-class WorkerStats:
-    """What the parent knows of its workers, shaped like `RunStats` for the summary/progress."""
-
-    completion_tokens: int = 0
-    started: float = field(default_factory=time.time)
-
-    @property
-    def tokens_per_s(self) -> float:
-        return self.completion_tokens / max(1e-9, time.time() - self.started)
 
 
 class _Sink:
@@ -145,7 +132,7 @@ class ParallelRunner:
     def __init__(self, opts: Any, workers: int, store: RunStore, instances: dict[str, Any],
                  on_tick: Any = None):
         self.workers, self.store, self.on_tick = workers, store, on_tick
-        self.stats = WorkerStats()
+        self.stats = RunStats()  # only completion_tokens: what the workers report
         self.draining = False
         self.errors: list[str] = []
         ctx = mp.get_context("spawn")  # never fork a process that may hold torch/CUDA or threads
@@ -170,7 +157,7 @@ class ParallelRunner:
         self.draining = True
         self._stop.set()
 
-    def run(self, jobs: list[Any]) -> WorkerStats:
+    def run(self, jobs: list[Any]) -> RunStats:
         """Deal `jobs` round-robin to the live workers and store what comes back."""
         waiting: set[int] = set()
         live = sorted(self._alive)

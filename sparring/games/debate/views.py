@@ -9,7 +9,6 @@ The judge's variables never include the background, so no judge template can lea
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import jinja2
@@ -25,7 +24,7 @@ from sparring.types import Message, new
 _PARSER = jinja2.Environment()
 _MEMO: dict[tuple, str] = {}
 _MEMO_MAX = 50_000
-_USED: dict[str, tuple[str, ...]] = {}  # template source -> the variables it reads
+_USED: dict[str, tuple[str, ...]] = {}  # template source -> the variables it reads (few sources)
 _UNPARSEABLE: tuple[str, ...] = ("<unparseable>",)
 INSTRUCTION = {"speech": "speech", "choose": "choose", "question": "judge_question",
                "reasoning": "judge_reasoning", "verdict": "verdict"}
@@ -66,7 +65,6 @@ def player_vars(cfg: DebateConfig, st: DebateState, player: str) -> dict[str, An
     return v
 
 
-@lru_cache(maxsize=1024)
 def _used_variables(source: str) -> tuple[str, ...] | None:
     try:
         return tuple(sorted(meta.find_undeclared_variables(_PARSER.parse(source))))
