@@ -61,8 +61,26 @@ def config(a: argparse.Namespace, questions: int | None = None) -> dict[str, Any
             "run": {"seed": 0, "max_live": a.max_live}}
 
 
+def fresh(model: Model) -> Model:
+    """Empty the backend's prefix cache so that no row starts with states a previous row left."""
+    inner = getattr(model, "inner", model)
+    if getattr(inner, "prefix_cache", None) is not None:
+        inner.clear_prefix_cache()
+        inner.prefix_cache.hits = inner.prefix_cache.misses = 0
+    return model
+
+
+def reuse(model: Model) -> str:
+    """Share of prompt tokens served from the prefix cache since the last `fresh`."""
+    cache = getattr(getattr(model, "inner", model), "prefix_cache", None)
+    if cache is None or not cache.hits + cache.misses:
+        return ""
+    return f"   [prefix cache: {cache.hits / (cache.hits + cache.misses):.0%} of prompt tokens reused]"
+
+
 def engine_run(path: Path, out: str, model: Model, max_live: int, name: str) -> tuple[float, float, int, int]:
     """(wall s, CPU s, generated tokens, episodes) of one run through run_experiment."""
+    fresh(model)
     from rich.console import Console
 
     from sparring.experiments.run import RunOptions, run_experiment
@@ -80,9 +98,9 @@ def engine_run(path: Path, out: str, model: Model, max_live: int, name: str) -> 
     return wall, cpu, tokens, res.summary["done"] + res.summary["failed"]
 
 
-def _line(key: str, label: str, tokens: int, seconds: float, cpu: float) -> None:
+def _line(key: str, label: str, tokens: int, seconds: float, cpu: float, note: str = "") -> None:
     print(f"({key}) {label:30s} {tokens:7d} tokens in {seconds:7.1f} s = {tokens / seconds:7.1f} tokens/s"
-          f"   ({tokens / cpu:6.1f} per CPU-s)", flush=True)
+          f"   ({tokens / cpu:6.1f} per CPU-s){note}", flush=True)
 
 
 def _warm_up(model: Model) -> None:
@@ -134,8 +152,9 @@ def main() -> None:
             print(f"(warm-up pass through the engine, untimed: {w:.1f} s)", flush=True)
         rec = Recording(model)
         ta, ca, tok_a, n = engine_run(path, tmp, rec, a.max_live, "a")
-        _line("a", "engine, batched", tok_a, ta, ca)
+        _line("a", "engine, batched", tok_a, ta, ca, reuse(model))
         batches = rec.log
+        fresh(model)
         t0, c0 = time.perf_counter(), time.process_time()
         tok_b = 0
         for op, reqs in batches:
@@ -144,14 +163,15 @@ def main() -> None:
             else:
                 model.score(reqs)
         tb, cb = time.perf_counter() - t0, time.process_time() - c0
-        _line("b", "raw batched generate", tok_b, tb, cb)
+        _line("b", "raw batched generate", tok_b, tb, cb, reuse(model))
         path_c = path
         if a.c_questions and a.c_questions < a.questions:
             path_c = Path(tmp) / "bench-c.yaml"
             path_c.write_text(yaml.safe_dump(config(a, a.c_questions)))
         tc, cc, tok_c, n_c = engine_run(path_c, tmp, model, 1, "c")
-        _line("c", f"one episode at a time ({n_c} ep.)", tok_c, tc, cc)
+        _line("c", f"one episode at a time ({n_c} ep.)", tok_c, tc, cc, reuse(model))
         if a.ceiling:
+            fresh(model)
             t0, c0, tok_d = time.perf_counter(), time.process_time(), 0
             for op, reqs in batches:
                 for r in reqs:

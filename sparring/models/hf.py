@@ -54,6 +54,9 @@ class HFModel(Model):
         trust_remote_code: bool = False
         ignore_eos: bool = Field(False, description="never stop at EOS (benchmarks: fixed output length)")
         compile: bool = Field(False, description="torch.compile the forward: slow first call, for GPU runs")
+        prefix_cache_mb: int = Field(
+            1024, ge=0, description="memory for reusing the states of already-seen prompt prefixes "
+            "(earlier turns, a shared story, a judge's options); 0 disables")
 
         @model_validator(mode="after")
         def _check_adapters(self) -> HFModel.Args:
@@ -115,6 +118,43 @@ class HFModel(Model):
         self._check_default_adapter(self.adapter_names)
         if self.args.compile:
             self.base_model.forward = torch.compile(self.base_model.forward, dynamic=True)
+        from sparring.models.hf_prefix import PrefixCache
+
+        self.kv_layers = self._plain_kv_layers()
+        self.prefix_cache = (PrefixCache(self.args.prefix_cache_mb * 2**20)
+                             if self.kv_layers and self.args.prefix_cache_mb else None)
+        self._weights_seen: tuple[int, int] | None = None
+
+    def _plain_kv_layers(self) -> int | None:
+        """The decoder layer count when the model keeps plain per-layer key/value states, which
+        can be preallocated and spliced (not sliding-window, recurrent or encoder-decoder caches)."""
+        try:
+            from transformers import DynamicCache
+            from transformers.cache_utils import DynamicLayer
+
+            config = self.base_model.config
+            layers = DynamicCache(config=config).layers
+            plain = not config.is_encoder_decoder and all(type(layer) is DynamicLayer for layer in layers)
+        except Exception:  # an architecture the cache utilities do not describe: do not guess
+            return None
+        return len(layers) if plain and layers else None
+
+    def clear_prefix_cache(self) -> None:
+        """Forget cached prompt states (done automatically when the weights change)."""
+        if self.prefix_cache is not None:
+            self.prefix_cache.clear()
+
+    def _prefix(self, adapter: str):
+        """The prefix cache for this call, emptied first if any parameter changed since the last."""
+        from sparring.models.hf_prefix import PrefixContext, weights_version
+
+        if self.prefix_cache is None:
+            return None
+        version = weights_version(self.model)
+        if version != self._weights_seen:
+            self.prefix_cache.clear()
+            self._weights_seen = version
+        return PrefixContext(self.prefix_cache, adapter, self.args.max_batch_size, self.kv_layers)
 
     def close(self) -> None:
         """Drop this wrapper's references to the weights (and free cached GPU memory)."""
@@ -122,6 +162,7 @@ class HFModel(Model):
             import torch
 
             self.model = self.base_model = None
+            self.clear_prefix_cache()
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
 
@@ -211,7 +252,7 @@ class HFModel(Model):
                         done = generate_batch(
                             self.model, self.base_model, self.tokenizer, [prompts[i] for i in chunk],
                             requests[chunk[0]].sampling, [seeds[i] for i in chunk], self.pad_id,
-                            self.eos_ids, self.device)
+                            self.eos_ids, self.device, self._prefix(adapter), self.kv_layers)
                         for i, completion in zip(chunk, done, strict=True):
                             out[i] = completion
         return out  # type: ignore[return-value]
@@ -235,7 +276,7 @@ class HFModel(Model):
             for adapter, rows in by_adapter.items():
                 with self._adapter(adapter):
                     sums = score_rows(self.model, self.base_model, rows, self.pad_id, self.device,
-                                      self.args.max_batch_size)
+                                      self.args.max_batch_size, self._prefix(adapter), self.kv_layers)
                 for row, value in zip(rows, sums, strict=True):
                     scores[row.target[0]][row.target[1]] += row.sign * value
         return scores

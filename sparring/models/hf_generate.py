@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from transformers import (
@@ -26,6 +27,9 @@ from transformers import (
 )
 
 from sparring.types import Completion, Sampling, Usage
+
+if TYPE_CHECKING:
+    from sparring.models.hf_prefix import PrefixContext
 
 _MASK63 = (1 << 63) - 1
 
@@ -147,13 +151,26 @@ def cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
 
 
 def generate_batch(model, base_model, tokenizer, prompts: Sequence[Sequence[int]], sampling: Sampling,
-                   seeds: Sequence[int], pad_id: int, eos_ids: set[int], device) -> list[Completion]:
+                   seeds: Sequence[int], pad_id: int, eos_ids: set[int], device,
+                   prefix: PrefixContext | None = None, kv_layers: int | None = None) -> list[Completion]:
     """Generate for rows that share `sampling` (all but the seed); one HF `generate` call.
+
+    With a `prefix` cache, the cached part of each prompt is not recomputed: generate() starts
+    from the packed cached states and prefills only the rest; afterwards each row's prompt and
+    reply are stored for the next turn.
 
     `token_ids` include the token that ended the row (EOS or the one completing a stop string), as
     TRL's completion ids do; `text` excludes special tokens and is cut before the first stop string.
+    `kv_layers` (the model's decoder layer count, when its cache is plain per-layer keys/values)
+    switches to a preallocated cache, see `hf_kv`.
     """
-    input_ids, mask = left_pad(prompts, pad_id, device)
+    from sparring.models.hf_prefix import pack
+
+    found = (prefix.prepare(model, [p[:-1] for p in prompts], pad_id, device) if prefix is not None
+             else [(0, [])] * len(prompts))
+    packed = pack([(p, n, pieces) for p, (n, pieces) in zip(prompts, found, strict=True)], pad_id, device,
+                  room=sampling.max_new_tokens)
+    input_ids, mask = packed.input_ids, packed.attention_mask
     width = input_ids.shape[1]
     sampler = RowSampler(width, seeds, sampling.temperature, sampling.top_p)
     stopper = StopCriteria(tokenizer, width, eos_ids, sampling.stop, len(prompts))
@@ -165,20 +182,26 @@ def generate_batch(model, base_model, tokenizer, prompts: Sequence[Sequence[int]
     saved = base_model.generation_config
     base_model.generation_config = GenerationConfig(pad_token_id=pad_id, eos_token_id=eos,
                                                     bos_token_id=saved.bos_token_id)
+    cache = packed.cache(kv_layers)
+    extra = {"past_key_values": cache} if cache is not None else {}
     start = time.perf_counter()
     try:
-        sequences = model.generate(input_ids=input_ids, attention_mask=mask, generation_config=config,
-                                   logits_processor=LogitsProcessorList([sampler]),
-                                   stopping_criteria=StoppingCriteriaList([stopper]))
+        result = model.generate(input_ids=input_ids, attention_mask=mask, generation_config=config,
+                                logits_processor=LogitsProcessorList([sampler]),
+                                stopping_criteria=StoppingCriteriaList([stopper]), **extra)
     finally:
         base_model.generation_config = saved
     latency = time.perf_counter() - start
-    generated = sequences[:, width:].tolist()
+    generated = result[:, width:].tolist()
     logprobs = torch.stack(sampler.logprobs, dim=1).tolist() if sampler.logprobs else [[]] * len(prompts)
     out = []
     for row, ids in enumerate(generated):
         end = stopper.done_at[row]
         n = len(ids) if end is None else end + 1
+        if prefix is not None:
+            # states exist for the prompt and every generated token but the last
+            seq = [*prompts[row], *ids[: n - 1]]
+            prefix.cache.insert(prefix.namespace, seq, packed.row_states(cache, row, len(seq)))
         text, hit = cut_at_stop(tokenizer.decode(ids[:n], skip_special_tokens=True), sampling.stop)
         out.append(Completion(
             text=text, finish_reason="stop" if (end is not None or hit) else "length",

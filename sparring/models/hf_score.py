@@ -19,11 +19,14 @@ from __future__ import annotations
 import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from sparring.errors import BackendError, ContextOverflowError
-from sparring.models.hf_generate import left_pad
+
+if TYPE_CHECKING:
+    from sparring.models.hf_prefix import PrefixContext
 
 
 @dataclass
@@ -102,22 +105,37 @@ def _supports_logits_to_keep(model) -> bool:
         return False
 
 
-def score_rows(model, base_model, rows: Sequence[Row], pad_id: int, device, batch_size: int) -> list[float]:
-    """Sum of token log-probabilities of each row's scored span, in row order."""
+def score_rows(model, base_model, rows: Sequence[Row], pad_id: int, device, batch_size: int,
+               prefix: PrefixContext | None = None, kv_layers: int | None = None) -> list[float]:
+    """Sum of token log-probabilities of each row's scored span, in row order.
+
+    With a `prefix` cache, each row's prompt comes from the cache where it can (the options of one
+    request share it, and a judge's prompt often extends an earlier one), so only the rest of the
+    row is run; the prompt's states are stored for the next rows.
+    """
+    from sparring.models.hf_prefix import pack
+
     order = sorted(range(len(rows)), key=lambda i: -len(rows[i].ids))
     sums = [0.0] * len(rows)
     keep_ok = _supports_logits_to_keep(base_model)
     for pos in range(0, len(order), batch_size):
         chunk = [rows[i] for i in order[pos : pos + batch_size]]
-        ids, mask = left_pad([r.ids for r in chunk], pad_id, device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
         spans = [len(r.ids) - r.start for r in chunk]
         if max(spans) == 0:  # only empty options: log P = 0
             continue
+        # the logits at position start-1 predict the first scored token: that position is run
+        found = (prefix.prepare(model, [r.ids[: r.start - 1] for r in chunk], pad_id, device)
+                 if prefix is not None else [(0, [])] * len(chunk))
+        packed = pack([(r.ids, n, pieces) for r, (n, pieces) in zip(chunk, found, strict=True)], pad_id, device)
+        p = packed.width_past
+        ids = packed.input_ids
         keep = max(spans) + 1
         kwargs = {"logits_to_keep": keep} if keep_ok else {}
-        logits = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False,
-                       **kwargs).logits[:, -keep:]
+        cache = packed.cache(kv_layers) if prefix is not None else None
+        result = model(input_ids=ids[:, p:], attention_mask=packed.attention_mask,
+                       position_ids=packed.positions[:, p:], past_key_values=cache,
+                       use_cache=cache is not None, **kwargs)
+        logits = result.logits[:, -keep:]
         logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
         token_logp = logp.gather(2, ids[:, -keep + 1:, None]).squeeze(2)
         width = token_logp.shape[1]
