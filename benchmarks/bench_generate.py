@@ -54,7 +54,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         raise SystemExit("--batch-sizes must list positive integers, e.g. 1,4,16")
     start = time.perf_counter()
     model = HFModel(name="bench", model=args.model, device=args.device, dtype=args.dtype,
-                    max_batch_size=max(sizes), ignore_eos=True)
+                    max_batch_size=max(sizes), ignore_eos=True,
+                    prefix_cache_mb=0)  # rows share one prompt: measure batching, not prefix reuse
     console.print(f"loaded {args.model} on {model.device} in {time.perf_counter() - start:.1f}s "
                   f"(torch threads: {torch.get_num_threads()}, {platform.processor() or platform.machine()})")
 

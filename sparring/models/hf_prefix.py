@@ -60,8 +60,8 @@ class PrefixCache:
         self._roots: dict[str, _Node] = {}
         self._clock = itertools.count(1)
         self.nbytes = 0
-        self.hits = 0  # prompt tokens served from the cache since creation (for stats and benches)
-        self.misses = 0  # prompt tokens that had to be computed
+        self.hits = 0  # prompt tokens not computed thanks to the cache (stats for benches and logs)
+        self.misses = 0  # prompt tokens computed to fill it
 
     def clear(self) -> None:
         self._roots.clear()
@@ -287,21 +287,23 @@ class PrefixContext:
         (the decode batch keeps every row); for scoring, the options.
         """
         found = [self.lookup(c) for c in contexts]
-        self.cache.hits += sum(n for n, _ in found)
-        self.cache.misses += sum(len(c) - n for c, (n, _) in zip(contexts, found, strict=True))
+        computed = 0
         first = donors(contexts, [n for n, _ in found])
         if first:
-            self.fill(model, [contexts[j] for j in first], [found[j] for j in first], pad_id, device)
+            computed += self.fill(model, [contexts[j] for j in first], [found[j] for j in first], pad_id, device)
             found = [self.lookup(c) for c in contexts]
         rest = [i for i, (c, (n, _)) in enumerate(zip(contexts, found, strict=True)) if MIN_HIT <= len(c) > n]
         if rest:
-            self.fill(model, [contexts[i] for i in rest], [found[i] for i in rest], pad_id, device)
+            computed += self.fill(model, [contexts[i] for i in rest], [found[i] for i in rest], pad_id, device)
             found = [self.lookup(c) for c in contexts]  # less than all only if the budget is too small
+        self.cache.misses += computed
+        self.cache.hits += max(0, sum(len(c) for c in contexts) - computed)
         return found
 
-    def fill(self, model, contexts, found, pad_id: int, device) -> None:
+    def fill(self, model, contexts, found, pad_id: int, device) -> int:
         """Compute and store the states of `contexts`: uncached rows and partly cached rows in
-        separate batches (mixing them would pad every uncached row by the longest cached prefix)."""
+        separate batches (mixing them would pad every uncached row by the longest cached prefix).
+        Returns how many token positions were computed."""
         rows = [(c, n, pieces) for c, (n, pieces) in zip(contexts, found, strict=True) if n < len(c)]
         fresh = sorted((r for r in rows if not r[1]), key=lambda r: -len(r[0]))
         partial = sorted((r for r in rows if r[1]), key=lambda r: (-r[1], -len(r[0])))
@@ -316,6 +318,7 @@ class PrefixContext:
                       **keep_one(model))
                 for i, (c, _, _) in enumerate(chunk):
                     self.cache.insert(self.namespace, c, packed.row_states(cache, i, len(c)))
+        return sum(len(c) - n for c, n, _ in rows)
 
 
 def keep_one(model) -> dict:
