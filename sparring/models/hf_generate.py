@@ -134,14 +134,10 @@ class StopCriteria(StoppingCriteria):
 
 def left_pad(rows: Sequence[Sequence[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     """Left-padded input ids and attention mask, so every row's next token sits in the last column."""
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        if r:
-            ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
-            mask[i, width - len(r):] = 1
-    return ids.to(device), mask.to(device)
+    from sparring.models.hf_prefix import pack
+
+    packed = pack([(r, 0, []) for r in rows], pad_id, device)
+    return packed.input_ids, packed.attention_mask
 
 
 def cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
@@ -155,9 +151,9 @@ def generate_batch(model, base_model, tokenizer, prompts: Sequence[Sequence[int]
                    prefix: PrefixContext | None = None, kv_layers: int | None = None) -> list[Completion]:
     """Generate for rows that share `sampling` (all but the seed); one HF `generate` call.
 
-    With a `prefix` cache, the cached part of each prompt is not recomputed: generate() starts
-    from the packed cached states and prefills only the rest; afterwards each row's prompt and
-    reply are stored for the next turn.
+    With a `prefix` cache, every prompt but its last token is first made cached (reusing what is
+    there, computing the rest in tight batches), so generate() starts from the packed states and
+    runs only the last column; afterwards each row's prompt and reply are stored for the next turn.
 
     `token_ids` include the token that ended the row (EOS or the one completing a stop string), as
     TRL's completion ids do; `text` excludes special tokens and is cut before the first stop string.
@@ -166,6 +162,7 @@ def generate_batch(model, base_model, tokenizer, prompts: Sequence[Sequence[int]
     """
     from sparring.models.hf_prefix import pack
 
+    start = time.perf_counter()  # latency includes filling the prefix cache
     found = (prefix.prepare(model, [p[:-1] for p in prompts], pad_id, device) if prefix is not None
              else [(0, [])] * len(prompts))
     packed = pack([(p, n, pieces) for p, (n, pieces) in zip(prompts, found, strict=True)], pad_id, device,
@@ -184,7 +181,6 @@ def generate_batch(model, base_model, tokenizer, prompts: Sequence[Sequence[int]
                                                     bos_token_id=saved.bos_token_id)
     cache = packed.cache(kv_layers)
     extra = {"past_key_values": cache} if cache is not None else {}
-    start = time.perf_counter()
     try:
         result = model.generate(input_ids=input_ids, attention_mask=mask, generation_config=config,
                                 logits_processor=LogitsProcessorList([sampler]),
