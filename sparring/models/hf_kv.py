@@ -54,11 +54,20 @@ class PreallocatedLayer(DynamicLayer):
             self._length = max(0, self._length + tokens_to_remove)
             self.keys, self.values = self._keys[:, :, : self._length], self._values[:, :, : self._length]
 
-    def batch_repeat_interleave(self, repeats: int) -> None:  # beam search, not used by our callers
-        raise NotImplementedError("PreallocatedLayer does not support beam search")
+    def _remap_rows(self, fn) -> None:
+        """Apply a row operation to the buffers (beam search, contrastive search) and refresh views."""
+        if self.is_initialized:
+            self._keys, self._values = fn(self._keys), fn(self._values)
+            self.keys, self.values = self._keys[:, :, : self._length], self._values[:, :, : self._length]
+
+    def batch_repeat_interleave(self, repeats: int) -> None:
+        self._remap_rows(lambda t: t.repeat_interleave(repeats, dim=0))
 
     def batch_select_indices(self, indices: torch.Tensor) -> None:
-        raise NotImplementedError("PreallocatedLayer does not support beam search")
+        self._remap_rows(lambda t: t[indices, ...])
+
+    def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
+        self._remap_rows(lambda t: t.index_select(0, beam_idx.to(t.device)))
 
 
 class PreallocatedCache(Cache):

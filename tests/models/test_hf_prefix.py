@@ -144,3 +144,13 @@ def test_sliding_window_models_keep_transformers_own_cache():
     assert model.kv_layers is None and model.prefix_cache is None
     request = GenerateRequest(messages=[Message(role="user", content="Hello there")], sampling=Sampling(max_new_tokens=4))
     assert len(model.generate([request])[0][0].token_ids) == 4
+
+
+def test_preallocated_cache_supports_beam_search(tiny_objects):
+    model, tokenizer = tiny_objects
+    ids = torch.tensor([tokenizer(STORY, add_special_tokens=False)["input_ids"][:20]])
+    kwargs = {"max_new_tokens": 6, "num_beams": 3, "do_sample": False, "pad_token_id": 0}
+    with torch.inference_mode():
+        want = model.generate(ids, **kwargs)
+        got = model.generate(ids, past_key_values=PreallocatedCache(model.config.num_hidden_layers, 8), **kwargs)
+    assert got.tolist() == want.tolist()
