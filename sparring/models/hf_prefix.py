@@ -307,6 +307,7 @@ class PrefixContext:
         rows = [(c, n, pieces) for c, (n, pieces) in zip(contexts, found, strict=True) if n < len(c)]
         fresh = sorted((r for r in rows if not r[1]), key=lambda r: -len(r[0]))
         partial = sorted((r for r in rows if r[1]), key=lambda r: (-r[1], -len(r[0])))
+        keep = keep_one(model)
         for group in (fresh, partial):
             for pos in range(0, len(group), self.batch_size):
                 chunk = group[pos : pos + self.batch_size]
@@ -314,8 +315,7 @@ class PrefixContext:
                 p = packed.width_past
                 cache = packed.cache(self.kv_layers)
                 model(input_ids=packed.input_ids[:, p:], attention_mask=packed.attention_mask,
-                      position_ids=packed.positions[:, p:], past_key_values=cache, use_cache=True,
-                      **keep_one(model))
+                      position_ids=packed.positions[:, p:], past_key_values=cache, use_cache=True, **keep)
                 for i, (c, _, _) in enumerate(chunk):
                     self.cache.insert(self.namespace, c, packed.row_states(cache, i, len(c)))
         return sum(len(c) - n for c, n, _ in rows)
@@ -324,11 +324,7 @@ class PrefixContext:
 def keep_one(model) -> dict:
     """`logits_to_keep=1` where supported: a prefill does not need the vocabulary projection of
     every position (about a fifth of a small model's prefill compute)."""
-    import inspect
+    from sparring.models.hf_score import _supports_logits_to_keep
 
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    try:
-        ok = "logits_to_keep" in inspect.signature(base.forward).parameters
-    except (TypeError, ValueError):
-        ok = False
-    return {"logits_to_keep": 1} if ok else {}
+    return {"logits_to_keep": 1} if _supports_logits_to_keep(base) else {}
