@@ -63,6 +63,9 @@ class RunConfig(Strict):
     workers: int | Literal["auto"] = Field(
         1, description="engine processes (auto = one per CPU); for scripted/replay/API models, "
                        "when the engine, not the model, is the bottleneck")
+    worker_start: Literal["auto", "fork", "spawn"] = Field(
+        "auto", description="how workers start: auto = fork where safe (Linux, no threads, no torch "
+                            "imported), else spawn")
 
     @field_validator("workers")
     @classmethod
@@ -86,7 +89,7 @@ class ExperimentConfig(Strict):
 
 
 # Keys that may differ between runs of the same experiment (shards, resumes, merges).
-_VOLATILE_RUN_KEYS = ("max_live", "output_dir", "name", "num_iters", "workers")
+_VOLATILE_RUN_KEYS = ("max_live", "output_dir", "name", "num_iters", "workers", "worker_start")
 
 
 def identity(config: ExperimentConfig) -> dict[str, Any]:

@@ -195,7 +195,7 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
         if workers > 1:  # start them now: they import and load models while the schedule is built
             if not opts.quiet:
                 console.print(f"starting {workers} worker processes (each loads its own models) ...")
-            runner = ParallelRunner(opts, workers, store, plan.instances)
+            runner = ParallelRunner(opts, workers, store, plan, start=exp.config.run.worker_start)
         for alias, model in plan.extra_models.items():
             pool.add(alias, model)
         agents = build_agents(exp)

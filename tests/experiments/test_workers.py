@@ -6,6 +6,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -15,12 +16,14 @@ from typer.testing import CliRunner
 
 from sparring.errors import ConfigError, SparringError
 from sparring.experiments.store import iter_records, read_manifest
-from sparring.experiments.workers import resolve_workers
+from sparring.experiments.workers import UNSAFE_TO_FORK, resolve_workers, start_method
 
 
-def test_workers_store_exactly_what_one_process_stores(make_config, runs_dir):
-    """The toy game is registered in this (test) process only: workers import it themselves."""
-    path = make_config()
+@pytest.mark.parametrize("start", ["spawn", "fork"])
+def test_workers_store_exactly_what_one_process_stores(make_config, runs_dir, start):
+    """The toy game is registered in this (test) process only: spawned workers import it
+    themselves, forked ones inherit it."""
+    path = make_config({"run": {"worker_start": start}})
     one = run(path, runs_dir, run_name="one")
     two = run(path, runs_dir, run_name="two", workers=2)
     assert one.status == two.status == "complete"
@@ -52,6 +55,23 @@ def test_a_model_that_cannot_load_fails_the_command_clearly(make_config, runs_di
     path = make_config({"models_file": str(models), "agents": {"bob": {"model": "t-broken"}}})
     with pytest.raises(SparringError, match="every worker failed.*no_such_module"):
         run(path, runs_dir, run_name="broken", workers=2)
+
+
+def test_start_method_forks_only_where_safe(monkeypatch):
+    assert start_method("spawn") == "spawn" and start_method("fork") == "fork"
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setitem(sys.modules, "torch", sys.modules.get("torch") or object())
+    assert start_method() == "spawn"  # a native thread pool may be running
+    monkeypatch.delitem(sys.modules, "torch")
+    for name in UNSAFE_TO_FORK:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)  # the test runner may hold threads
+    assert start_method() == "fork"
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
+    assert start_method() == "spawn"  # another thread may hold a lock the child would inherit
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert start_method() == "spawn"
 
 
 def test_worker_count_validation(make_config, runs_dir):
@@ -93,7 +113,7 @@ def test_sigkill_of_the_parent_takes_the_workers_down_and_resume_completes(make_
             assert proc.poll() is None, proc.stdout.read().decode()
             assert time.time() < deadline, "the subprocess stored nothing in time"
             time.sleep(0.01)
-        workers = [p for p in _children(proc.pid) if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text()]
+        workers = [p for p in _children(proc.pid) if Path(f"/proc/{p}/comm").read_text().startswith("sparring-w")]
         assert len(workers) == 2
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
