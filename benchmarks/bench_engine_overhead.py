@@ -4,6 +4,7 @@ store — and its peak memory.
 
     python benchmarks/bench_engine_overhead.py                 # all workloads, 10,000 each
     python benchmarks/bench_engine_overhead.py --episodes 2000 --workload debate --profile
+    python benchmarks/bench_engine_overhead.py --breakdown     # + CPU time per component
 
 Targets: >= 2,000 two-turn debates/s and >= 2,000 negotiation games/s, peak RSS < 300 MB.
 Workloads: `debate` (two speeches and a scored verdict), `dond` (the shortest legal Deal or No
@@ -153,7 +154,7 @@ def _children_cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def run_one(workload: str, episodes: int, max_live: int, profile: bool, breakdown: bool = True,
+def run_one(workload: str, episodes: int, max_live: int, profile: bool, breakdown: bool = False,
             workers: int = 1) -> dict:
     """Runs in the child process: one workload, returns the measurements."""
     from rich.console import Console
@@ -205,8 +206,9 @@ def main() -> None:
     ap.add_argument("--workload", choices=[*LABELS, "all"], default="all")
     ap.add_argument("--max-live", type=int, default=256)
     ap.add_argument("--profile", action="store_true", help="print a cProfile of the run (stderr)")
-    ap.add_argument("--no-breakdown", action="store_true",
-                    help="do not time components (their timers cost ~1-5 us per wrapped call)")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="also time each component, in a second instrumented run (its timers cost ~1-5 us per "
+                         "wrapped call, so the headline rates always come from an uninstrumented run)")
     ap.add_argument("--workers", default="1",
                     help="engine processes (run.workers): a number or 'auto' (one per CPU)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -215,7 +217,7 @@ def main() -> None:
         from sparring.experiments.workers import resolve_workers
 
         workers = resolve_workers(a.workers)
-        print(json.dumps(run_one(a.workload, a.episodes, a.max_live, a.profile, not a.no_breakdown, workers)))
+        print(json.dumps(run_one(a.workload, a.episodes, a.max_live, a.profile, a.breakdown, workers)))
         return
     workloads = list(LABELS) if a.workload == "all" else [a.workload]
     print(f"engine overhead, scripted models, {a.episodes:,} episodes per workload, max_live {a.max_live}, "
@@ -224,16 +226,7 @@ def main() -> None:
     print(f"machine yardstick: sum(range(1000)) = {cal:.1f} us (a dedicated server core: ~8-12 us; "
           "much more means other load on this machine: read the CPU-time rows)")
     for w in workloads:
-        cmd = [sys.executable, __file__, "--child", "--workload", w, "--episodes", str(a.episodes),
-               "--max-live", str(a.max_live), "--workers", str(a.workers)] + (["--profile"] if a.profile else []) + \
-              (["--no-breakdown"] if a.no_breakdown else [])
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        if out.returncode != 0:
-            print(out.stdout, out.stderr, file=sys.stderr)
-            raise SystemExit(out.returncode)
-        if a.profile:
-            print(out.stderr, file=sys.stderr)
-        r = json.loads(out.stdout.strip().splitlines()[-1])
+        r = _child(a, w, breakdown=False)
         label = LABELS[w]
         print(f"\n{label}: {r['episodes']:,} in {r['wall_s']:.2f} s "
               f"({r['failed']} failed, {r['aborted']} aborted by the game); store {r['store_mb']:.1f} MB")
@@ -251,20 +244,36 @@ def main() -> None:
                   f"{r['worker_peak_rss_mb']:,.0f} MB in the largest of {r['workers']} workers "
                   f"(target < {TARGET_RSS_MB:.0f} MB per process)")
             continue
-        if not r["components_cpu_s"]:
-            print(f"  peak RSS {r['peak_rss_mb']:,.0f} MB (after imports {r['baseline_rss_mb']:,.0f} MB)")
-            continue
-        print("  CPU time per episode, by component:")
-        comps = dict(r["components_cpu_s"])
-        comps["engine + agents (rest)"] = r["cpu_s"] - sum(comps.values())
-        for name, sec in sorted(comps.items(), key=lambda kv: -kv[1]):
-            print(f"    {name:28s} {1e6 * sec / r['episodes']:8.0f} us  {100 * sec / r['cpu_s']:5.1f} %")
-        print(f"    (store wall time incl. fsync waits: {1e6 * r['store_wall_s'] / r['episodes']:.0f} us/episode)")
         print(f"  peak RSS        {r['peak_rss_mb']:10,.0f} MB   target <  {TARGET_RSS_MB:.0f} MB   "
               f"ratio {r['peak_rss_mb'] / TARGET_RSS_MB:.2f}")
         print(f"  RSS after imports {r['baseline_rss_mb']:8,.0f} MB   engine added "
               f"{r['peak_rss_mb'] - r['baseline_rss_mb']:,.0f} MB")
+        if a.breakdown:
+            _print_breakdown(_child(a, w, breakdown=True))
 
+
+def _child(a: argparse.Namespace, workload: str, breakdown: bool) -> dict:
+    """One workload in a fresh subprocess (so that peak RSS is its own)."""
+    cmd = [sys.executable, __file__, "--child", "--workload", workload, "--episodes", str(a.episodes),
+           "--max-live", str(a.max_live), "--workers", str(a.workers)]
+    cmd += (["--profile"] if a.profile and not breakdown else []) + (["--breakdown"] if breakdown else [])
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        print(out.stdout, out.stderr, file=sys.stderr)
+        raise SystemExit(out.returncode)
+    if a.profile and not breakdown:
+        print(out.stderr, file=sys.stderr)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _print_breakdown(r: dict) -> None:
+    print(f"  CPU time per episode, by component (a second, instrumented run: "
+          f"{r['episodes'] / r['cpu_s']:,.0f} episodes/CPU-s with its timers):")
+    comps = dict(r["components_cpu_s"])
+    comps["engine + agents (rest)"] = r["cpu_s"] - sum(comps.values())
+    for name, sec in sorted(comps.items(), key=lambda kv: -kv[1]):
+        print(f"    {name:28s} {1e6 * sec / r['episodes']:8.0f} us  {100 * sec / r['cpu_s']:5.1f} %")
+    print(f"    (store wall time incl. fsync waits: {1e6 * r['store_wall_s'] / r['episodes']:.0f} us/episode)")
 
 if __name__ == "__main__":
     main()
