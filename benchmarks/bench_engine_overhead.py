@@ -45,7 +45,7 @@ LABELS = {"debate": "two-turn debates (2 speeches + scored verdict: 3 model call
 
 
 def config(workload: str, episodes: int, max_live: int) -> dict:
-    instances = 500
+    instances = min(500, max(1, episodes // 2))  # each played with flipped seats too
     repeats = max(1, episodes // (instances * 2))
     if workload == "debate":
         return {"name": "bench-debate", "game": "debate", "game_args": {"format": "debate", "rounds": 1},

@@ -1,0 +1,21 @@
+"""The engine benchmark still runs end to end (it is not timed here: figures belong in notes)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_engine_overhead.py"
+
+
+def test_engine_overhead_benchmark_runs_with_and_without_workers():
+    for extra in (["--breakdown"], ["--workers", "2"]):
+        out = subprocess.run([sys.executable, str(BENCH), "--episodes", "100", "--workload", "dond", *extra],
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        assert "episodes/s" in out.stdout and "target >= 2,000" in out.stdout and "peak RSS" in out.stdout
+        assert "(0 failed" in out.stdout
+    assert "by component" in subprocess.run(
+        [sys.executable, str(BENCH), "--episodes", "100", "--workload", "debate", "--breakdown"],
+        capture_output=True, text=True, timeout=300).stdout
