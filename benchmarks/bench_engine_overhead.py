@@ -275,5 +275,6 @@ def _print_breakdown(r: dict) -> None:
         print(f"    {name:28s} {1e6 * sec / r['episodes']:8.0f} us  {100 * sec / r['cpu_s']:5.1f} %")
     print(f"    (store wall time incl. fsync waits: {1e6 * r['store_wall_s'] / r['episodes']:.0f} us/episode)")
 
+
 if __name__ == "__main__":
     main()

@@ -192,7 +192,7 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
     runner: Runner | ParallelRunner | None = None
     status = "incomplete"
     try:
-        if workers > 1:  # start them now: they import and load models while the schedule is built
+        if workers > 1:  # start them now: they load their models while the schedule is built
             if not opts.quiet:
                 console.print(f"starting {workers} worker processes (each loads its own models) ...")
             runner = ParallelRunner(opts, workers, store, plan, start=exp.config.run.worker_start)

@@ -138,6 +138,9 @@ UNSAFE_TO_FORK = ("torch", "tensorflow", "jax")  # runtimes with native thread p
 def start_method(requested: str = "auto") -> str:
     """`fork` when it is safe, else `spawn` (see the module docstring); `requested` overrides."""
     if requested != "auto":
+        if requested not in mp.get_all_start_methods():
+            raise ConfigError(f"run.worker_start: {requested!r} is not available on this platform "
+                              f"(available: {', '.join(mp.get_all_start_methods())}); use auto")
         return requested
     if not sys.platform.startswith("linux") or "fork" not in mp.get_all_start_methods():
         return "spawn"  # macOS: system frameworks are not fork-safe

@@ -72,6 +72,9 @@ def test_start_method_forks_only_where_safe(monkeypatch):
     monkeypatch.setattr(threading, "active_count", lambda: 1)
     monkeypatch.setattr(sys, "platform", "darwin")
     assert start_method() == "spawn"
+    monkeypatch.setattr("multiprocessing.get_all_start_methods", lambda: ["spawn"])  # Windows
+    with pytest.raises(ConfigError, match="worker_start: 'fork' is not available"):
+        start_method("fork")
 
 
 def test_worker_count_validation(make_config, runs_dir):
