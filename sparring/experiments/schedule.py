@@ -18,8 +18,9 @@ from typing import Any
 
 from sparring.experiments.episode import EpisodeJob
 from sparring.experiments.loader import Experiment, panel_name
-from sparring.experiments.record import EpisodeRecord
+from sparring.experiments.record import EpisodeIds, EpisodeRecord
 from sparring.stable_json import stable_dumps
+from sparring.types import new
 
 Matchup = tuple[str, ...]
 
@@ -115,14 +116,18 @@ class Schedule:
         run_seed = exp.config.run.seed
         flips = (False, True) if t.flip else (False,)
         meta = {} if swiss_round is None else {"round": swiss_round}
+        ids = EpisodeIds(exp.name, seats)
         out = []
         for iid in instance_ids:
             for r in range(t.repeats):
                 parts: tuple = (run_seed, iid, r) if swiss_round is None else (run_seed, iid, r, "swiss", swiss_round)
                 seed = derive_seed(*parts)
                 for flip in flips:
-                    out.append(EpisodeJob(experiment=exp.name, instance_id=iid, seats=seats, seed=seed,
-                                          repeat=r, flip=flip, matchup=name, meta=meta))
+                    job = new(EpisodeJob, experiment=exp.name, instance_id=iid, seats=seats, seed=seed,
+                              repeat=r, flip=flip, matchup=name, meta=meta)
+                    # the id, computed the cheap way for a whole matchup, fills the cached property
+                    job.__dict__["id"] = ids(iid, seed, r, flip)
+                    out.append(job)
         return out
 
     # -- swiss ---------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 from sparring.errors import ConfigError
 from sparring.experiments.episode import EpisodeJob
 from sparring.experiments.loader import load_config, resolve
-from sparring.experiments.record import EpisodeRecord, SeatRecord
+from sparring.experiments.record import EpisodeIds, EpisodeRecord, SeatRecord, episode_id
 from sparring.experiments.schedule import Schedule
 from sparring.experiments.shard import in_shard, parse_shard, select
 from sparring.games.base import Outcome
@@ -83,6 +83,25 @@ def test_seeds_depend_on_instance_and_repeat_not_position(make_config):
     assert all(len(v) == 1 for v in seeds.values())
     other = schedule(make_config, {"run": {"seed": 99}}).jobs()
     assert not {j.id for j in other} & {j.id for j in big}
+
+
+@pytest.mark.parametrize("patch", [{"tournament": {"type": "round_robin", "flip": True, "repeats": 2}},
+                                   {"tournament": {"type": "swiss", "rounds": 2}}])
+def test_scheduled_ids_are_episode_ids(make_config, patch):
+    """The schedule fills each job's id the cheap way; it must be exactly `episode_id` of the job
+    (stored runs are resumed by id)."""
+    jobs = schedule(make_config, patch, ids=["q0", "naïve \"id\"", "q2"]).jobs(1, {})
+    assert jobs and all("id" in j.__dict__ for j in jobs)
+    for j in jobs:
+        assert j.id == episode_id(j.experiment, j.instance_id, j.seats, j.seed, j.repeat, j.flip)
+        fresh = EpisodeJob(**j.model_dump())
+        assert fresh.id == j.id and fresh == j
+
+
+def test_episode_ids_fall_back_for_unusual_values():
+    ids = EpisodeIds("exp", {"B": "bob", "A": "alice"})
+    assert ids("q0", 7, 0, False) == episode_id("exp", "q0", {"A": "alice", "B": "bob"}, 7, 0, False)
+    assert ids(5, 7, 0, True) == episode_id("exp", 5, {"A": "alice", "B": "bob"}, 7, 0, True)  # type: ignore[arg-type]
 
 
 def test_seating_adapts_to_formats(make_config):
