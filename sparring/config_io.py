@@ -12,6 +12,7 @@ from sparring.errors import ConfigError
 from sparring.registry import closest
 
 M = TypeVar("M", bound=BaseModel)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # same documents, ~10x faster
 
 
 def read_yaml(path: str | Path) -> Any:
@@ -22,7 +23,7 @@ def read_yaml(path: str | Path) -> Any:
     except OSError as e:
         raise ConfigError(f"cannot read: {e.strerror}", file=str(path)) from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader (libyaml's when built)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

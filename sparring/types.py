@@ -26,6 +26,27 @@ def new(cls: type[M], **fields: Any) -> M:
     return cls.__pydantic_validator__.validate_python(fields)
 
 
+def variant(model: M, **changes: Any) -> M:
+    """A shallow copy of a validated `model` with some fields replaced, without validation.
+
+    For the engine's per-call copies (a request's sampling with its own seed, a schedule's jobs
+    of one matchup), whose replacement values the engine itself produced with the right types:
+    about 4x cheaper than validating again, and cheaper than `model_copy(update=...)`.
+    """
+    cls = type(model)
+    out = cls.__new__(cls)
+    values = dict(model.__dict__)
+    fields = cls.__pydantic_fields__  # (model_fields is a slower property)
+    if len(values) != len(fields):  # cached properties live in __dict__ too: never copy them
+        values = {k: v for k, v in values.items() if k in fields}
+    values.update(changes)
+    object.__setattr__(out, "__dict__", values)
+    object.__setattr__(out, "__pydantic_fields_set__", model.__pydantic_fields_set__ | changes.keys())
+    object.__setattr__(out, "__pydantic_extra__", model.__pydantic_extra__)
+    object.__setattr__(out, "__pydantic_private__", model.__pydantic_private__)
+    return out
+
+
 class Strict(BaseModel):
     """Base for every config/record type: unknown keys are errors, not silently ignored."""
 

@@ -10,12 +10,13 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_engine_overh
 
 
 def test_engine_overhead_benchmark_runs_with_and_without_workers():
-    for extra in (["--breakdown"], ["--workers", "2"]):
+    for extra in (["--breakdown", "--workers", "1"], ["--workers", "2"]):
         out = subprocess.run([sys.executable, str(BENCH), "--episodes", "100", "--workload", "dond", *extra],
                              capture_output=True, text=True, timeout=300)
         assert out.returncode == 0, out.stderr
         assert "episodes/s" in out.stdout and "target >= 2,000" in out.stdout and "peak RSS" in out.stdout
         assert "(0 failed" in out.stdout
+        assert ("2 worker processes" in out.stdout) == ("2" in extra)
     assert "by component" in subprocess.run(
-        [sys.executable, str(BENCH), "--episodes", "100", "--workload", "debate", "--breakdown"],
+        [sys.executable, str(BENCH), "--episodes", "100", "--workload", "debate", "--breakdown", "--workers", "1"],
         capture_output=True, text=True, timeout=300).stdout

@@ -20,7 +20,7 @@ from sparring.experiments.episode import EpisodeJob
 from sparring.experiments.loader import Experiment, panel_name
 from sparring.experiments.record import EpisodeIds, EpisodeRecord
 from sparring.stable_json import stable_dumps
-from sparring.types import new
+from sparring.types import new, variant
 
 Matchup = tuple[str, ...]
 
@@ -117,14 +117,18 @@ class Schedule:
         flips = (False, True) if t.flip else (False,)
         meta = {} if swiss_round is None else {"round": swiss_round}
         ids = EpisodeIds(exp.name, seats)
+        proto: EpisodeJob | None = None
         out = []
         for iid in instance_ids:
             for r in range(t.repeats):
                 parts: tuple = (run_seed, iid, r) if swiss_round is None else (run_seed, iid, r, "swiss", swiss_round)
                 seed = derive_seed(*parts)
                 for flip in flips:
-                    job = new(EpisodeJob, experiment=exp.name, instance_id=iid, seats=seats, seed=seed,
-                              repeat=r, flip=flip, matchup=name, meta=meta)
+                    if proto is None or type(iid) is not str:
+                        job = proto = new(EpisodeJob, experiment=exp.name, instance_id=iid, seats=seats,
+                                          seed=seed, repeat=r, flip=flip, matchup=name, meta=meta)
+                    else:  # a matchup's jobs differ only in these (validated once, in the prototype)
+                        job = variant(proto, instance_id=iid, seed=seed, repeat=r, flip=flip)
                     # the id, computed the cheap way for a whole matchup, fills the cached property
                     job.__dict__["id"] = ids(iid, seed, r, flip)
                     out.append(job)

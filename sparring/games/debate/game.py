@@ -239,13 +239,14 @@ class DebateGame(Game[DebateInstance, DebateState]):
             words = _WORDS.findall(text)
             if cfg.enforce_word_limit and len(words) > cfg.speech_word_limit:
                 meta["cut_from_words"] = len(words)
-                text = " ".join(words[: cfg.speech_word_limit])
+                words = words[: cfg.speech_word_limit]
+                text = " ".join(words)
             report = validate_quotes(text, st.instance.background, fuzzy_threshold=cfg.fuzzy_threshold,
                                      max_quote_words=cfg.max_quote_words)
             vis = [player, JUDGE] if cfg.format == "double_consultancy" else None
             self._event(st, player, "speech", text, visible_to=vis, round=cur.round, marked=report.marked,
                         quotes=report.stats, quote_details=[q.as_dict() for q in report.quotes],
-                        words=len(_WORDS.findall(text)), **meta)
+                        words=len(words), **meta)
         elif cur.tag == "question":
             self._event(st, player, "question", text, round=cur.round)
         elif cur.tag == "reasoning":
