@@ -9,7 +9,7 @@ The parent stays the only writer of the run directory: workers send finished epi
 serialised JSONL lines, one message per runner tick, and the parent appends them with its usual
 group commit, keeps the progress bar and the resume bookkeeping. A worker that dies loses only
 its in-flight episodes: they were never stored, so `--resume` plays them (nothing is stored
-twice, nothing is lost). Workers start (imports, experiment, models) while the parent is still
+twice, nothing is lost). Workers start (and load their models) while the parent is still
 building the schedule. Local models are loaded once per worker: use workers with scripted,
 replay or API models, not with a big local model on one device.
 
