@@ -64,8 +64,18 @@ def load_instances(exp: Any) -> list[Instance]:
                             "dataset")
         seen.add(inst.id)
     if not instances:
-        raise exp.error(f"dataset {ds.name!r} (split {ds.split!r}) yields no instances", "dataset")
+        raise exp.error(f"dataset {ds.name!r} yields no instances{_empty_hint(ds)}", "dataset")
     return instances
+
+
+def _empty_hint(ds: DatasetConfig) -> str:
+    """Why a source can come back empty: most often its items were hash-split elsewhere."""
+    if ds.split == "all":
+        return " (its filters, e.g. hard questions only, kept nothing)"
+    which = f"in split {ds.split!r}" if ds.split else "in the source's default split (test, for sources that split)"
+    return (f" {which}: items are split into train/val/test by a hash of their group (article, "
+            "scenario), so a small file can land entirely in another split; `dataset.split: all` "
+            "takes every item")
 
 
 def _base_dir(ds: DatasetConfig, config_dir: Path) -> Path:

@@ -173,3 +173,30 @@ def test_dond_quickstart_end_to_end_with_bundled_model(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     recs = list(iter_records(tmp_path / "dq"))
     assert len(recs) == 2 and all(r.status in ("complete", "aborted") for r in recs)
+
+
+def test_empty_split_says_why_and_how_to_take_everything(tmp_path):
+    """One QuALITY article lands in a single hash split; asking for another names the cause."""
+    from sparring.errors import ConfigError
+    from sparring.experiments.run import prepare
+    from sparring.games.debate.datasets.base import SplitFractions, hash_split
+
+    row = {"article_id": "a1", "set_unique_id": "a1_S", "title": "T", "article": "Text of a1.",
+           "questions": [{"question": "Q?", "options": ["x", "y"], "gold_label": 1, "difficult": 1}]}
+    (tmp_path / "q.jsonl").write_text(json.dumps(row) + "\n")
+    home = hash_split("a1", SplitFractions(), "quality")
+    other = next(s for s in ("train", "val", "test") if s != home)
+    cfg = {"game": "debate", "dataset": {"name": "quality", "split": other, "args": {"path": "q.jsonl"}},
+           "models_file": str(REPO / "sparring/configs/experiments/models/scripted.yaml"),
+           "agents": {"d": {"role": "debater", "model": "scripted-debater"},
+                      "j": {"role": "judge", "model": "scripted-judge"}},
+           "tournament": {"type": "self_play", "participants": ["d"], "judges": ["j"]}}
+    path = tmp_path / "one.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    with pytest.raises(ConfigError) as e:
+        prepare(RunOptions(configuration=str(path), dry_run=True))
+    msg = str(e.value)
+    assert str(path) in msg and f"in split {other!r}" in msg and "`dataset.split: all`" in msg
+    cfg["dataset"]["split"] = "all"
+    path.write_text(yaml.safe_dump(cfg))
+    assert list(prepare(RunOptions(configuration=str(path), dry_run=True)).instances) == ["a1_S_1"]
