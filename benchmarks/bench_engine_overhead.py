@@ -142,17 +142,6 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _bench_models(tmp: str) -> str:
-    """The scripted models file with request logging off: scripted doubles keep every request
-    for test assertions, which a benchmark of the engine's memory must not count."""
-    data = yaml.safe_load(Path(SCRIPTED).read_text())
-    for spec in data["models"].values():
-        spec.setdefault("args", {})["record_requests"] = False
-    path = Path(tmp) / "models.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return str(path)
-
-
 def _children_cpu() -> float:
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     return ru.ru_utime + ru.ru_stime
@@ -176,7 +165,6 @@ def run_one(workload: str, episodes: int, max_live: int, profile: bool, breakdow
         timers.install(workload)
     with tempfile.TemporaryDirectory() as tmp:
         cfg = config(workload, episodes, max_live)
-        cfg["models_file"] = _bench_models(tmp)
         cfg["run"]["workers"] = workers
         path = Path(tmp) / f"bench-{workload}.yaml"
         path.write_text(yaml.safe_dump(cfg))

@@ -21,7 +21,7 @@ import yaml
 from pydantic import ValidationError
 
 from sparring.experiments.ratings import Comparison, bradley_terry, mean_reward_comparisons
-from sparring.experiments.record import EpisodeRecord
+from sparring.experiments.record import EpisodeRecord, without_transcript
 from sparring.experiments.stats_tests import bootstrap_ci, mean_or_nan, wilson_interval
 
 
@@ -45,7 +45,7 @@ class RunData:
         return sorted({r.game for r in self.episodes + self.failures})
 
 
-def _read_jsonl(path: Path, warnings: list[str]) -> list[EpisodeRecord]:
+def _read_jsonl(path: Path, warnings: list[str], transcripts: bool = True) -> list[EpisodeRecord]:
     out: list[EpisodeRecord] = []
     if not path.exists():
         return out
@@ -54,7 +54,10 @@ def _read_jsonl(path: Path, warnings: list[str]) -> list[EpisodeRecord]:
             if not line.strip():
                 continue
             try:
-                out.append(EpisodeRecord.model_validate_json(line))
+                if transcripts:
+                    out.append(EpisodeRecord.model_validate_json(line))
+                else:
+                    out.append(EpisodeRecord.model_validate(without_transcript(_json_object(line))))
             except ValidationError as e:  # a torn last line after kill -9, or an older schema
                 first = e.errors()[0] if e.errors() else {}
                 where = ".".join(str(x) for x in first.get("loc", ()))
@@ -63,23 +66,34 @@ def _read_jsonl(path: Path, warnings: list[str]) -> list[EpisodeRecord]:
     return out
 
 
-def load_run(run_dir: str | Path) -> RunData:
+def _json_object(line: str) -> Any:
+    """`json.loads`, with a torn or non-JSON line reported like any other unreadable record."""
+    try:
+        return json.loads(line)
+    except ValueError as e:
+        raise ValidationError.from_exception_data(
+            "EpisodeRecord", [{"type": "json_invalid", "loc": (), "input": line[:40],
+                               "ctx": {"error": str(e)}}]) from None
+
+
+def load_run(run_dir: str | Path, transcripts: bool = True) -> RunData:
     """Read `episodes.jsonl`, `failures.jsonl`, `config.yaml`, `manifest.json` (all optional).
 
     Duplicated ids keep the first record; a failure later rerun successfully (`--retry-failed`)
-    is dropped from the failures, so nothing is counted twice.
+    is dropped from the failures, so nothing is counted twice. `transcripts=False` keeps only
+    what tables need (`record.without_transcript`): a fraction of the memory of a large run.
     """
     run_dir = Path(run_dir)
     data = RunData(run_dir=run_dir)
     seen: set[str] = set()
-    for rec in _read_jsonl(run_dir / "episodes.jsonl", data.warnings):
+    for rec in _read_jsonl(run_dir / "episodes.jsonl", data.warnings, transcripts):
         if rec.id in seen:
             data.warnings.append(f"episodes.jsonl: duplicate episode id {rec.id} ignored")
             continue
         seen.add(rec.id)
         data.episodes.append(rec)
     failed: dict[str, EpisodeRecord] = {}
-    for rec in _read_jsonl(run_dir / "failures.jsonl", data.warnings):
+    for rec in _read_jsonl(run_dir / "failures.jsonl", data.warnings, transcripts):
         if rec.id not in seen:
             failed[rec.id] = rec  # the latest attempt of a repeatedly failing episode wins
     data.failures = list(failed.values())

@@ -71,6 +71,20 @@ class EpisodeRecord(Strict):
     usage: dict[str, Usage] = Field(default_factory=dict)
 
 
+TRANSCRIPT_FIELDS = ("calls", "events")
+
+
+def without_transcript(obj: Any) -> Any:
+    """A stored record's JSON with `calls` and `events` emptied, for readers that need only
+    outcomes, seats and status (reports, swiss pairing, counts). The transcript is ~97% of a
+    debate's record (every prompt with its story), so a report of a large run fits in memory."""
+    if isinstance(obj, dict):  # anything else fails validation with the usual message
+        for key in TRANSCRIPT_FIELDS:
+            if key in obj:
+                obj[key] = []
+    return obj
+
+
 def episode_id(experiment: str, instance_id: str, seats: dict[str, str], seed: int, repeat: int,
                flip: bool) -> str:
     """Deterministic id: the same scheduled episode always gets the same id (resume = skip ids)."""

@@ -222,7 +222,9 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None, *, seed
     for old in plot_dir.glob("*.png"):  # figures of an earlier report of this run
         old.unlink()
     ctx = ReportContext(seed=seed, n_bootstrap=n_bootstrap, calibration_bins=calibration_bins)
-    run = M.load_run(run_dir)
+    run = M.load_run(run_dir, transcripts=False)
+    if any(sec is not None and sec.needs_transcripts for sec, _ in _sections(run).values()):
+        run = M.load_run(run_dir)
     stats, sections = build_stats(run, ctx)
 
     figures: dict[str, dict[str, str]] = {"generic": {}}

@@ -31,6 +31,9 @@ class ReportSection:
     name: ClassVar[str] = "section"
     title: ClassVar[str] = "Section"
     template: ClassVar[str] = ""  # path under sparring/experiments/templates/
+    # True if compute/csv_columns read records' `calls` or `events`. Reports otherwise load
+    # records without them (`record.without_transcript`), which is most of their size.
+    needs_transcripts: ClassVar[bool] = False
 
     def rated(self, records: list[EpisodeRecord]) -> list[EpisodeRecord]:
         """Records that count for win rates / ratings (default: complete episodes)."""

@@ -29,7 +29,15 @@ from sparring.experiments.record import EpisodeRecord, SeatRecord
 from sparring.experiments.runner import Runner
 from sparring.experiments.schedule import Schedule
 from sparring.experiments.shard import Shard, parse_shard, select, shard_label
-from sparring.experiments.store import CONFIG, RunStore, iter_records, new_run_name, runs_root
+from sparring.experiments.store import (
+    CONFIG,
+    EPISODES,
+    RunStore,
+    iter_jsonl,
+    iter_records,
+    new_run_name,
+    runs_root,
+)
 from sparring.experiments.workers import ParallelRunner, resolve_workers
 
 
@@ -147,8 +155,8 @@ def describe(plan: Plan) -> dict[str, Any]:
            "tournament": exp.config.tournament.type, "shard": shard_label(plan.shard), "notes": plan.notes}
     if plan.shard is not None:
         out["in_shard"] = len(select(plan.schedule.jobs(1, {}), plan.shard))
-    if (plan.run_dir / "episodes.jsonl").exists():
-        out["already_done"] = sum(1 for _ in iter_records(plan.run_dir))
+    if (plan.run_dir / EPISODES).exists():
+        out["already_done"] = len({obj.get("id") for obj in iter_jsonl(plan.run_dir / EPISODES)})
     return out
 
 
@@ -221,7 +229,7 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
                 results: dict[str, EpisodeRecord] = {}
                 for rnd in range(1, plan.schedule.rounds + 1):
                     if plan.schedule.swiss and rnd > 1:
-                        results = {r.id: r for r in iter_records(plan.run_dir)}
+                        results = {r.id: r for r in iter_records(plan.run_dir, transcripts=False)}
                     jobs = select(first if rnd == 1 else plan.schedule.jobs(rnd, results), plan.shard)
                     todo = [j for j in jobs if j.id not in store.done
                             and (opts.retry_failed or j.id not in store.failed)]

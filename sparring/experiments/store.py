@@ -24,7 +24,7 @@ from filelock import FileLock, Timeout
 from sparring import __version__
 from sparring.errors import ConfigError, SparringError
 from sparring.experiments.config import ExperimentConfig, config_hash, identity
-from sparring.experiments.record import EpisodeRecord
+from sparring.experiments.record import EpisodeRecord, without_transcript
 
 log = logging.getLogger(__name__)
 
@@ -111,12 +111,14 @@ def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                 yield obj
 
 
-def iter_records(run: str | Path, failures: bool = False) -> Iterator[EpisodeRecord]:
+def iter_records(run: str | Path, failures: bool = False, transcripts: bool = True) -> Iterator[EpisodeRecord]:
     """Episode records of a run directory (or a JSONL file), each id once.
 
     Episodes: first occurrence wins. Failures (`failures=True`, run directory only): the latest
     attempt of each id, leaving out ids that a retry has since stored as done.
+    `transcripts=False`: records with `calls` and `events` emptied (`without_transcript`).
     """
+    light = (lambda obj: obj) if transcripts else without_transcript
     path = Path(run)
     if failures:
         run_dir = path if path.is_dir() else path.parent
@@ -125,7 +127,7 @@ def iter_records(run: str | Path, failures: bool = False) -> Iterator[EpisodeRec
         for obj in iter_jsonl(run_dir / FAILURES):
             if obj.get("id") not in done:
                 latest.pop(obj.get("id"), None)
-                latest[obj.get("id")] = obj
+                latest[obj.get("id")] = light(obj)
         for obj in latest.values():
             yield EpisodeRecord.model_validate(obj)
         return
@@ -137,7 +139,7 @@ def iter_records(run: str | Path, failures: bool = False) -> Iterator[EpisodeRec
         if rid in seen:
             continue
         seen.add(rid)
-        yield EpisodeRecord.model_validate(obj)
+        yield EpisodeRecord.model_validate(light(obj))
 
 
 def read_records(run: str | Path) -> list[EpisodeRecord]:

@@ -32,10 +32,21 @@ PROB_FLOOR = 1e-9
 _WORD = re.compile(r"\S+")
 
 
-@lru_cache(maxsize=8192)
+_MEMO_CHARS = 4096  # longer texts are counted without the memo (see count_tokens)
+
+
 def count_tokens(text: str) -> int:
-    """Whitespace tokens: the usage unit of backends without a tokenizer (memoised: the same
-    system prompt and story are counted on every turn of every episode)."""
+    """Whitespace tokens: the usage unit of backends without a tokenizer.
+
+    Short texts (rules, instructions, speeches) are memoised: they are counted on every turn of
+    every episode. Long ones (a story-sized prompt, unique per question and seat) are counted
+    afresh, so that the memo cannot keep thousands of stories alive.
+    """
+    return _count_short(text) if len(text) <= _MEMO_CHARS else len(text.split())
+
+
+@lru_cache(maxsize=8192)
+def _count_short(text: str) -> int:
     return len(text.split())
 
 

@@ -251,3 +251,58 @@ def test_report_missing_directory_and_custom_output(tmp_path):
     run = write_run(tmp_path / "run", tournament()[:4])
     path = write_report(run, tmp_path / "elsewhere", n_bootstrap=20, plots=False)
     assert path == tmp_path / "elsewhere" / "report.html" and (tmp_path / "elsewhere" / "stats.json").exists()
+
+
+_SEEN_CALLS: list[int] = []
+
+
+@register_report_section("needs_calls")
+class _TranscriptSection(ReportSection):
+    needs_transcripts = True
+
+    def compute(self, records, run, ctx):
+        _SEEN_CALLS.extend(len(r.calls) for r in records)
+        return {"calls": sum(len(r.calls) for r in records)}
+
+
+@pytest.mark.parametrize("config", ["scripted-debate", "scripted-dond"])
+def test_reports_read_records_without_transcripts(tmp_path, config):
+    """Reports load records without calls/events (most of a record's size); every statistic is
+    the same as from full records, and a section that asks for transcripts still gets them."""
+    from rich.console import Console
+
+    from sparring.experiments import metrics as M
+    from sparring.experiments.report import build_stats
+    from sparring.experiments.report_sections import ReportContext
+    from sparring.experiments.run import RunOptions, run_experiment
+
+    res = run_experiment(RunOptions(configuration=config, output_dir=str(tmp_path), num_iters=3, quiet=True,
+                                    report=False), console=Console(quiet=True))
+    full, light = M.load_run(res.run_dir), M.load_run(res.run_dir, transcripts=False)
+    assert len(light.episodes) == len(full.episodes) > 0
+    assert all(r.calls and r.events for r in full.episodes)
+    assert not any(r.calls or r.events for r in light.episodes)
+    assert [r.model_dump(exclude={"calls", "events"}) for r in light.episodes] == \
+        [r.model_dump(exclude={"calls", "events"}) for r in full.episodes]
+    ctx = ReportContext(n_bootstrap=50)
+    assert build_stats(light, ctx)[0] == build_stats(full, ctx)[0]
+
+    recs = [r.model_copy(update={"game": "needs_calls"}) for r in full.episodes]
+    run = write_run(tmp_path / "custom", recs)
+    _SEEN_CALLS.clear()
+    write_report(run, n_bootstrap=20, plots=False)
+    stats = json.loads((run / "report" / "stats.json").read_text())
+    assert stats["sections"]["needs_calls"]["calls"] == sum(len(r.calls) for r in recs) > 0
+    assert _SEEN_CALLS and all(_SEEN_CALLS)
+
+
+def test_light_loading_skips_torn_and_foreign_lines(tmp_path):
+    from sparring.experiments import metrics as M
+
+    ok = debate_record("q1", {"Debater_A": "a", "Debater_B": "b", "Judge": "j"}, 0.8, "Debater_A")
+    run = write_run(tmp_path / "run", [ok])
+    with (run / "episodes.jsonl").open("a") as f:
+        f.write('[1, 2]\n{"schema_version": 1, "id": "trunc')
+    light = M.load_run(run, transcripts=False)
+    assert [r.id for r in light.episodes] == [ok.id]
+    assert any("episodes.jsonl:2" in w for w in light.warnings) and any("episodes.jsonl:3" in w for w in light.warnings)

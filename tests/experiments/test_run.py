@@ -91,6 +91,7 @@ def test_resume_with_fixed_run_name_skips_stored(make_config, runs_dir):
     path = make_config()
     first = run(path, runs_dir, run_name="same", num_iters=2)
     assert first.summary["done"] == 3 * 2 * 2
+    assert run(path, runs_dir, run_name="same", dry_run=True).plan["already_done"] == 12
     second = run(path, runs_dir, run_name="same")
     assert second.summary["skipped"] == 12 and second.summary["done"] == 24
     lines = (second.run_dir / "episodes.jsonl").read_text().splitlines()

@@ -131,3 +131,24 @@ def test_failures_reader_keeps_latest_attempt_and_drops_retried_successes(tmp_pa
         s.commit()
     failures = list(iter_records(tmp_path / "r", failures=True))
     assert [(f.id, f.error) for f in failures] == [(rec(1).id, "second")]
+
+
+def test_records_without_transcripts(tmp_path):
+    from sparring.experiments.record import CallRecord
+    from sparring.games.base import Event
+    from sparring.types import Message
+
+    call = CallRecord(player="A", tag="speech", model="m", op="generate",
+                      messages=[Message(role="user", content="a long story " * 50)])
+    event = Event(index=0, player="A", tag="speech", content="hi")
+    with RunStore(tmp_path / "r", cfg()) as s:
+        s.add_done(rec(1).model_copy(update={"calls": [call], "events": [event]}))
+        s.add_failed(rec(2, "failed", "boom").model_copy(update={"calls": [call]}))
+        s.commit()
+    full = list(iter_records(tmp_path / "r"))
+    light = list(iter_records(tmp_path / "r", transcripts=False))
+    assert full[0].calls == [call] and full[0].events == [event]
+    assert light[0].calls == [] and light[0].events == []
+    assert light[0].model_dump(exclude={"calls", "events"}) == full[0].model_dump(exclude={"calls", "events"})
+    (failed,) = iter_records(tmp_path / "r", failures=True, transcripts=False)
+    assert failed.error == "boom" and failed.calls == []

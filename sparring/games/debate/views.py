@@ -23,7 +23,11 @@ from sparring.types import Message, new
 
 _PARSER = jinja2.Environment()
 _MEMO: dict[tuple, str] = {}
-_MEMO_MAX = 50_000
+_MEMO_MAX = 50_000  # entries
+# Characters held. A rule text that embeds a story (QuALITY: ~30 KB) is unique per question and
+# seat, so without a size budget a long tournament would keep every story's prompts alive.
+_MEMO_MAX_CHARS = 16_000_000
+_memo_chars = 0
 _USED: dict[str, tuple[str, ...]] = {}  # template source -> the variables it reads (few sources)
 _UNPARSEABLE: tuple[str, ...] = ("<unparseable>",)
 INSTRUCTION = {"speech": "speech", "choose": "choose", "question": "judge_question",
@@ -108,10 +112,18 @@ def render_memo(prompts: PromptSet, tag: str, variant: int, variables: dict[str,
         hit = _MEMO.get(key)
     if hit is None:
         hit = prompts.render(tag, variant, **variables)
-        if len(_MEMO) >= _MEMO_MAX:
-            _MEMO.clear()
-        _MEMO[key] = hit
+        _remember(key, hit)
     return hit
+
+
+def _remember(key: tuple, text: str) -> None:
+    """Store a render; the memo is emptied when it passes its entry or character budget."""
+    global _memo_chars
+    if len(_MEMO) >= _MEMO_MAX or _memo_chars + len(text) > _MEMO_MAX_CHARS:
+        _MEMO.clear()
+        _memo_chars = 0
+    _MEMO[key] = text
+    _memo_chars += len(text)
 
 
 def render(cfg: DebateConfig, st: DebateState, player: str, tag: str, cache_key: Any = None,

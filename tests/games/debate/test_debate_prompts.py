@@ -73,3 +73,22 @@ def test_prompts_state_the_assignment():
     assert "77 words" in sys_a and "Where does Mara Quill live?" in sys_a
     judge = g.observation(st, "Judge")[0].content
     assert "A: Dunmere" in judge and "B: Kelderby" in judge and "Debater_A for answer A" in judge
+
+
+def test_render_memo_stays_within_its_character_budget(monkeypatch):
+    """Story-sized renders are unique per question and seat: the memo must not keep them all."""
+    monkeypatch.setattr(views, "_MEMO", {})
+    monkeypatch.setattr(views, "_memo_chars", 0)
+    monkeypatch.setattr(views, "_MEMO_MAX_CHARS", 5_000)
+    ps = prompt_set("debate")
+    g = game()
+    st = start(g)
+    base = views.player_vars(g.config, st, "Debater_A")
+    texts = []
+    for i in range(40):
+        v = {**base, "background": f"story {i} " + "word " * 300, "question": f"question {i}?"}
+        texts.append(views.render_memo(ps, "debater_system", 0, v))
+        assert views._memo_chars <= 5_000 and views._memo_chars == sum(map(len, views._MEMO.values()))
+    assert len(set(texts)) == 40 and all(f"story {i} " in t for i, t in enumerate(texts))
+    again = {**base, "background": "story 39 " + "word " * 300, "question": "question 39?"}
+    assert views.render_memo(ps, "debater_system", 0, again) == texts[-1] == ps.render("debater_system", 0, **again)
