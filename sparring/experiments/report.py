@@ -223,7 +223,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None, *, seed
         old.unlink()
     ctx = ReportContext(seed=seed, n_bootstrap=n_bootstrap, calibration_bins=calibration_bins)
     run = M.load_run(run_dir, transcripts=False)
-    if any(sec is not None and sec.needs_transcripts for sec, _ in _sections(run).values()):
+    if any(getattr(section_for(g), "needs_transcripts", False) for g in run.games):
         run = M.load_run(run_dir)
     stats, sections = build_stats(run, ctx)
 
