@@ -324,7 +324,7 @@ class PrefixContext:
 def keep_one(model) -> dict:
     """`logits_to_keep=1` where supported: a prefill does not need the vocabulary projection of
     every position (about a fifth of a small model's prefill compute)."""
-    from sparring.models.hf_score import _supports_logits_to_keep
+    from sparring.models.hf_score import supports_logits_to_keep
 
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return {"logits_to_keep": 1} if _supports_logits_to_keep(base) else {}
+    return {"logits_to_keep": 1} if supports_logits_to_keep(base) else {}

@@ -98,7 +98,7 @@ def build_rows(req_index: int, prompt_ids: list[int], option_ids: Sequence[list[
     return rows
 
 
-def _supports_logits_to_keep(model) -> bool:
+def supports_logits_to_keep(model) -> bool:
     try:
         return "logits_to_keep" in inspect.signature(model.forward).parameters
     except (TypeError, ValueError):
@@ -117,7 +117,7 @@ def score_rows(model, base_model, rows: Sequence[Row], pad_id: int, device, batc
 
     order = sorted(range(len(rows)), key=lambda i: -len(rows[i].ids))
     sums = [0.0] * len(rows)
-    keep_ok = _supports_logits_to_keep(base_model)
+    keep_ok = supports_logits_to_keep(base_model)
     for pos in range(0, len(order), batch_size):
         chunk = [rows[i] for i in order[pos : pos + batch_size]]
         spans = [len(r.ids) - r.start for r in chunk]
