@@ -2,8 +2,12 @@
 
 Why: the lockstep runner is one Python thread. When the engine itself is the bottleneck —
 scripted doubles, replay re-judging of stored transcripts, a fast API server — a second core
-cannot help it (the GIL). Workers are separate processes, each with its own runner and models;
-each round, the parent deals every worker every W-th pending episode.
+cannot help it (the GIL). Workers are separate processes, each with its own runner and models.
+The parent deals the pending episodes in small chunks, on demand: a worker asks for the next chunk
+as soon as it starts one (so one is always on its way), and the round ends for it when none is
+left. A worker slowed down by the parent or by other load on the machine simply takes fewer
+chunks, and all workers finish together instead of one idling while the other works off an
+equal share dealt up front.
 
 The parent stays the only writer of the run directory: workers send finished episodes back as
 serialised JSONL lines, one message per runner tick, and the parent appends them with its usual
@@ -27,6 +31,8 @@ import queue
 import signal
 import sys
 import threading
+from collections import deque
+from collections.abc import Iterator
 from typing import Any
 
 from sparring.errors import ConfigError, SparringError
@@ -87,14 +93,26 @@ def _worker(opts: Any, index: int, inbox: Any, out: Any, stop: Any, modules: lis
                 runner.stop_admitting()
 
         runner.on_tick = tick
-        while (jobs := _receive(inbox)) is not None:
-            runner.run(_episodes(plan, jobs, agents, sink))  # type: ignore[arg-type]
+        while (chunk := _receive(inbox)) is not None:  # the first chunk of a round
+            runner.run(_episodes(plan, _dealt(chunk, index, inbox, out), agents, sink))  # type: ignore[arg-type]
             out.put(("end", index, [], runner.stats.completion_tokens))
+            if stop.is_set():  # interrupted: the parent stops after this round; chunks may be left unread
+                break
     except BaseException as e:  # noqa: BLE001 — reported to the parent, which records the run as incomplete
         out.put(("error", index, f"{type(e).__name__}: {e}", 0))
     finally:
         if pool is not None:
             pool.close()
+
+
+def _dealt(chunk: list[Any], index: int, inbox: Any, out: Any) -> Iterator[Any]:
+    """A round's jobs as the parent deals them: asks for one more chunk whenever it starts one,
+    and ends at the empty chunk that closes the round. Read lazily by the runner, which admits
+    episodes only as live ones finish."""
+    while chunk:
+        out.put(("more", index, [], 0))
+        yield from chunk
+        chunk = _receive(inbox)
 
 
 def _prepare(opts: Any, instances: list[Any], modules: list[tuple[str, str | None]]) -> Any:
@@ -169,6 +187,7 @@ class ParallelRunner:
     def __init__(self, opts: Any, workers: int, store: RunStore, plan: Any, on_tick: Any = None,
                  start: str = "auto"):
         self.workers, self.store, self.on_tick = workers, store, on_tick
+        self.max_live = plan.exp.config.run.max_live
         self.stats = RunStats()  # only completion_tokens: what the workers report
         self.draining = False
         self.errors: list[str] = []
@@ -206,13 +225,25 @@ class ParallelRunner:
         self._stop.set()
 
     def run(self, jobs: list[Any]) -> RunStats:
-        """Deal `jobs` round-robin to the live workers and store what comes back."""
-        waiting: set[int] = set()
+        """Deal `jobs` to the live workers chunk by chunk, as they ask, and store what comes back."""
         live = sorted(self._alive)
-        for k, i in enumerate(live):
-            part = jobs[k :: len(live)]
-            self._inboxes[i].put(part)
-            waiting.add(i)
+        size = chunk_size(len(jobs), len(live), self.max_live)
+        chunks = deque(jobs[k : k + size] for k in range(0, len(jobs), size))
+        closed: set[int] = set()  # workers sent the empty chunk that ends the round
+
+        def deal(i: int) -> None:
+            if i in closed or i not in self._alive:
+                return
+            if chunks and not self.draining:
+                self._inboxes[i].put(chunks.popleft())
+            else:
+                self._inboxes[i].put([])
+                closed.add(i)
+
+        for _ in range(2):  # one to play, one on its way
+            for i in live:
+                deal(i)
+        waiting = set(live)
         try:
             while waiting:
                 try:
@@ -222,6 +253,9 @@ class ParallelRunner:
                         if self._procs[i].exitcode is not None:  # died without a word (killed, crashed)
                             self._lost(i, f"worker {i} exited with code {self._procs[i].exitcode}")
                             waiting.discard(i)
+                    continue
+                if kind == "more":
+                    deal(index)
                     continue
                 self._tokens[index] = worker_tokens
                 self.stats.completion_tokens = sum(self._tokens)
@@ -264,6 +298,12 @@ def _check_main_importable() -> None:
         raise ConfigError(f"run.workers > 1 starts worker processes that re-import the main program, and "
                           f"{path!r} is not a file; run from a script, a module (-m) or a notebook, or use "
                           "workers: 1")
+
+
+def chunk_size(jobs: int, workers: int, max_live: int) -> int:
+    """Jobs per dealt chunk: about 32 chunks per worker, so that the last ones balance the finish
+    within a small fraction of the run, but never more than a worker keeps live at once."""
+    return max(1, min(max_live, -(-jobs // (32 * max(1, workers)))))
 
 
 def resolve_workers(requested: int | str | None) -> int:

@@ -96,3 +96,37 @@ def test_ctrl_c_stops_admitting_and_resumes(make_config, runs_dir, monkeypatch):
     again = run_experiment(opts, console=Console(quiet=True))
     assert again.status == "complete" and again.summary["skipped"] == res.summary["done"]
     assert len(list(iter_records(res.run_dir))) == 36
+
+
+def test_ctrl_c_with_workers_finishes_live_episodes_and_resumes(make_config, runs_dir, monkeypatch):
+    """The parent stops dealing and the workers stop admitting; nothing dealt but unplayed is lost,
+    it is simply played by the resume."""
+    import sparring.experiments.run as run_mod
+
+    original = run_mod._committer
+    ticks = {"n": 0}
+
+    def committer(store, session, runner, bar):
+        commit = original(store, session, runner, bar)
+
+        def on_tick():
+            commit()
+            if session.done and not ticks["n"]:
+                ticks["n"] = 1
+                signal.raise_signal(signal.SIGINT)
+
+        return on_tick
+
+    monkeypatch.setattr(run_mod, "_committer", committer)
+    path = make_config(SLOW)
+    opts = RunOptions(configuration=str(path), output_dir=str(runs_dir), run_name="intw", max_live=2,
+                      workers=2, quiet=True, report=False)
+    res = run_experiment(opts, console=Console(quiet=True))
+    total = 8 * 3 * 2  # 8 questions, 3 pairs (round robin), both seat orders
+    assert res.status == "interrupted" and 0 < res.summary["done"] < total
+    assert read_manifest(res.run_dir)["status"] == "interrupted"
+    monkeypatch.setattr(run_mod, "_committer", original)
+    again = run_experiment(opts, console=Console(quiet=True))
+    assert again.status == "complete" and again.summary["skipped"] == res.summary["done"]
+    ids = [json.loads(x)["id"] for x in (res.run_dir / "episodes.jsonl").read_text().splitlines()]
+    assert len(ids) == len(set(ids)) == total

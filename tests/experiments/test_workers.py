@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from sparring.errors import ConfigError, SparringError
 from sparring.experiments.store import iter_records, read_manifest
-from sparring.experiments.workers import UNSAFE_TO_FORK, resolve_workers, start_method
+from sparring.experiments.workers import UNSAFE_TO_FORK, chunk_size, resolve_workers, start_method
 
 
 @pytest.mark.parametrize("start", ["spawn", "fork"])
@@ -44,6 +44,33 @@ def test_workers_resume_and_record_failures(make_config, runs_dir):
     again = run(path, runs_dir, run_name="r", workers=2)  # the rest of the instances only
     assert again.summary["skipped"] == first.summary["done"] + first.summary["failed"]
     assert again.summary["done"] + again.summary["failed"] == 3 * 6 * 2 - again.summary["skipped"]
+
+
+def test_a_slow_worker_takes_fewer_episodes(make_config, runs_dir, tmp_path):
+    """Episodes are dealt on demand: a worker slowed down (here: 30 ms per call, by its name)
+    plays fewer of them, instead of holding up the run with an equal share dealt up front."""
+    import toy_game
+
+    models = tmp_path / "who.yaml"
+    models.write_text(open(toy_game.MODELS_FILE).read() + "  t-who:\n    backend: scripted\n"
+                      "    args: {mode: callable, function: 'toy_game:which_worker', score_mode: random}\n")
+    path = make_config({"models_file": str(models), "dataset": {"args": {"n": 12}},
+                        "agents": {"alice": {"model": "t-who"}, "bob": {"model": "t-who"}},
+                        "tournament": {"=type": "custom", "matchups": [["alice", "bob"]]}})
+    res = run(path, runs_dir, run_name="who", workers=2, max_live=2)
+    assert res.status == "complete" and res.summary["done"] == 24
+    by = {}
+    for rec in iter_records(res.run_dir):
+        (name,) = {c.completions[0].text for c in rec.calls if c.op == "generate"}
+        by[name] = by.get(name, 0) + 1
+    slow, fast = by.get("played by sparring-worker-0", 0), by.get("played by sparring-worker-1", 0)
+    assert slow + fast == 24 and fast >= 2 * slow, by
+
+
+def test_chunks_are_small_enough_to_balance_and_never_wider_than_a_worker_plays():
+    assert chunk_size(10_000, 2, 256) == 157  # about 32 chunks per worker
+    assert chunk_size(100_000, 2, 256) == 256  # capped at max_live
+    assert chunk_size(36, 2, 64) == chunk_size(0, 2, 64) == 1
 
 
 def test_a_model_that_cannot_load_fails_the_command_clearly(make_config, runs_dir, tmp_path):

@@ -186,6 +186,17 @@ def toy_instances(ds, game, base_dir) -> list[ToyInstance]:
                         answers=[f"{i}a", f"{i}b"], correct=rng.randrange(2)) for i in range(args.n)]
 
 
+def which_worker(request) -> str:
+    """A scripted reply naming the process that played it; worker 0 is made slow (dealing tests)."""
+    import multiprocessing
+    import time
+
+    name = multiprocessing.current_process().name
+    if name.endswith("-0"):
+        time.sleep(0.03)
+    return f"played by {name}"
+
+
 def _register() -> None:
     from sparring.experiments.instances import INSTANCE_SOURCES, register_instances
 
