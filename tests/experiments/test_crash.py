@@ -66,24 +66,32 @@ def test_sigkill_mid_run_then_resume_gives_every_episode_once(make_config, runs_
     assert outcomes(run_dir) == outcomes(reference.run_dir)
 
 
-def test_ctrl_c_stops_admitting_and_resumes(make_config, runs_dir, monkeypatch):
+def ctrl_c_once(monkeypatch, when):
+    """Press Ctrl-C (SIGINT to the main thread) once, after the first commit at which
+    `when(ticks, session)` holds; returns a function that removes the hook again."""
     import sparring.experiments.run as run_mod
 
     original = run_mod._committer
-    ticks = {"n": 0}
+    state = {"ticks": 0, "sent": False}
 
     def committer(store, session, runner, bar):
         commit = original(store, session, runner, bar)
 
         def on_tick():
             commit()
-            ticks["n"] += 1
-            if ticks["n"] == 3:
-                signal.raise_signal(signal.SIGINT)  # what Ctrl-C delivers to the main thread
+            state["ticks"] += 1
+            if not state["sent"] and when(state["ticks"], session):
+                state["sent"] = True
+                signal.raise_signal(signal.SIGINT)
 
         return on_tick
 
     monkeypatch.setattr(run_mod, "_committer", committer)
+    return lambda: monkeypatch.setattr(run_mod, "_committer", original)
+
+
+def test_ctrl_c_stops_admitting_and_resumes(make_config, runs_dir, monkeypatch):
+    restore = ctrl_c_once(monkeypatch, lambda ticks, session: ticks == 3)
     path = make_config()
     opts = RunOptions(configuration=str(path), output_dir=str(runs_dir), run_name="int", max_live=4,
                       quiet=True, report=False)
@@ -92,7 +100,7 @@ def test_ctrl_c_stops_admitting_and_resumes(make_config, runs_dir, monkeypatch):
     assert 0 < res.summary["done"] < 36
     assert res.summary["done"] % 4 == 0  # the live episodes were finished, none was cut
     assert read_manifest(res.run_dir)["status"] == "interrupted"
-    monkeypatch.setattr(run_mod, "_committer", original)
+    restore()
     again = run_experiment(opts, console=Console(quiet=True))
     assert again.status == "complete" and again.summary["skipped"] == res.summary["done"]
     assert len(list(iter_records(res.run_dir))) == 36
@@ -101,23 +109,7 @@ def test_ctrl_c_stops_admitting_and_resumes(make_config, runs_dir, monkeypatch):
 def test_ctrl_c_with_workers_finishes_live_episodes_and_resumes(make_config, runs_dir, monkeypatch):
     """The parent stops dealing and the workers stop admitting; nothing dealt but unplayed is lost,
     it is simply played by the resume."""
-    import sparring.experiments.run as run_mod
-
-    original = run_mod._committer
-    ticks = {"n": 0}
-
-    def committer(store, session, runner, bar):
-        commit = original(store, session, runner, bar)
-
-        def on_tick():
-            commit()
-            if session.done and not ticks["n"]:
-                ticks["n"] = 1
-                signal.raise_signal(signal.SIGINT)
-
-        return on_tick
-
-    monkeypatch.setattr(run_mod, "_committer", committer)
+    restore = ctrl_c_once(monkeypatch, lambda ticks, session: session.done > 0)
     path = make_config(SLOW)
     opts = RunOptions(configuration=str(path), output_dir=str(runs_dir), run_name="intw", max_live=2,
                       workers=2, quiet=True, report=False)
@@ -125,7 +117,7 @@ def test_ctrl_c_with_workers_finishes_live_episodes_and_resumes(make_config, run
     total = 8 * 3 * 2  # 8 questions, 3 pairs (round robin), both seat orders
     assert res.status == "interrupted" and 0 < res.summary["done"] < total
     assert read_manifest(res.run_dir)["status"] == "interrupted"
-    monkeypatch.setattr(run_mod, "_committer", original)
+    restore()
     again = run_experiment(opts, console=Console(quiet=True))
     assert again.status == "complete" and again.summary["skipped"] == res.summary["done"]
     ids = [json.loads(x)["id"] for x in (res.run_dir / "episodes.jsonl").read_text().splitlines()]
