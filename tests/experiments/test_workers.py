@@ -35,6 +35,16 @@ def test_workers_store_exactly_what_one_process_stores(make_config, runs_dir, st
     assert read_manifest(two.run_dir)["status"] == "complete"
 
 
+def test_workers_play_swiss_rounds_like_one_process(make_config, runs_dir):
+    """Several rounds on the same workers: each round is dealt and closed on its own."""
+    path = make_config({"agents": {"dave": {"role": "debater", "model": "t-random2"}},
+                        "tournament": {"type": "swiss", "rounds": 3, "flip": True}})
+    one = run(path, runs_dir, run_name="one", num_iters=2)
+    two = run(path, runs_dir, run_name="two", num_iters=2, workers=2)
+    assert two.status == "complete" and two.summary["done"] == 24
+    assert records(one.run_dir) == records(two.run_dir)
+
+
 def test_workers_resume_and_record_failures(make_config, runs_dir):
     path = make_config({"agents": {"bob": {"model": "t-fail"}}})
     first = run(path, runs_dir, run_name="r", workers=2, num_iters=2)
@@ -71,6 +81,26 @@ def test_chunks_are_small_enough_to_balance_and_never_wider_than_a_worker_plays(
     assert chunk_size(10_000, 2, 256) == 157  # about 32 chunks per worker
     assert chunk_size(100_000, 2, 256) == 256  # capped at max_live
     assert chunk_size(36, 2, 64) == chunk_size(0, 2, 64) == 1
+
+
+def test_a_worker_that_dies_loses_only_its_live_episodes(make_config, runs_dir, tmp_path):
+    """The other worker takes every chunk not yet dealt; resume plays the lost ones, once each."""
+    import toy_game
+
+    models = tmp_path / "dies.yaml"
+    models.write_text(open(toy_game.MODELS_FILE).read() + "  t-dies:\n    backend: scripted\n"
+                      "    args: {mode: callable, function: 'toy_game:dies_in_worker_0', score_mode: random}\n")
+    path = make_config({"models_file": str(models), "dataset": {"args": {"n": 12}},
+                        "agents": {"alice": {"model": "t-dies"}},
+                        "tournament": {"=type": "custom", "matchups": [["alice", "bob"]]}})
+    first = run(path, runs_dir, run_name="d", workers=2, max_live=2)
+    assert first.status == "incomplete" and "worker 0 exited with code 3" in first.summary["worker_errors"][0]
+    # missing: at most worker 0's live episodes (max_live 2) and the two chunks queued for it (1 job each)
+    assert 24 - 4 <= first.summary["done"] < 24
+    again = run(path, runs_dir, run_name="d")
+    assert again.status == "complete" and again.summary["skipped"] == first.summary["done"]
+    ids = [json.loads(x)["id"] for x in (first.run_dir / "episodes.jsonl").read_text().splitlines()]
+    assert len(ids) == len(set(ids)) == 24
 
 
 def test_a_model_that_cannot_load_fails_the_command_clearly(make_config, runs_dir, tmp_path):

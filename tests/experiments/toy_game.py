@@ -197,6 +197,21 @@ def which_worker(request) -> str:
     return f"played by {name}"
 
 
+_CALLS = {"n": 0}
+
+
+def dies_in_worker_0(request) -> str:
+    """A scripted reply; worker 0's process dies abruptly on its third call (crash tests)."""
+    import multiprocessing
+    import os
+
+    if multiprocessing.current_process().name.endswith("-0"):
+        _CALLS["n"] += 1
+        if _CALLS["n"] == 3:
+            os._exit(3)
+    return "still here"
+
+
 def _register() -> None:
     from sparring.experiments.instances import INSTANCE_SOURCES, register_instances
 
