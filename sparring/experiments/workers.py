@@ -4,16 +4,17 @@ Why: the lockstep runner is one Python thread. When the engine itself is the bot
 scripted doubles, replay re-judging of stored transcripts, a fast API server — a second core
 cannot help it (the GIL). Workers are separate processes, each with its own runner and models.
 The parent deals the pending episodes in small chunks, on demand: a worker asks for another chunk
-as soon as it starts one (so one is always queued), and the round ends for it when none is left. A worker slowed down by the parent or by other load on the machine simply takes fewer
-chunks, and all workers finish together instead of one idling while the other works off an
-equal share dealt up front.
+as soon as it starts one (so one is always queued), and the round ends for it when none is left.
+A worker slowed down by the parent or by other load on the machine simply takes fewer chunks, and
+all workers finish together instead of one idling while the other works off an equal share dealt
+up front.
 
 The parent stays the only writer of the run directory: workers send finished episodes back as
 serialised JSONL lines, one message per runner tick, and the parent appends them with its usual
 group commit, keeps the progress bar and the resume bookkeeping. A worker that dies loses only
 its in-flight episodes (its live ones and the chunks queued for it; the other workers take
-every chunk not yet dealt): they were never stored, so `--resume` plays them (nothing is stored twice,
-nothing is lost). They are not dealt again in the same run, since the episode that killed one
+every chunk not yet dealt): they were never stored, so `--resume` plays them (nothing is stored
+twice, nothing is lost). They are not dealt again in the same run, since the episode that killed one
 worker would kill the next. Workers start (and load their models) while the parent is still
 building the schedule. Local models are loaded once per worker: use workers with scripted,
 replay or API models, not with a big local model on one device.
