@@ -26,7 +26,7 @@ from sparring.experiments.instances import load_instances
 from sparring.experiments.loader import Experiment, build_agents, load_config, resolve
 from sparring.experiments.progress import RunProgress, print_plan, print_summary
 from sparring.experiments.record import EpisodeRecord, SeatRecord
-from sparring.experiments.runner import Runner
+from sparring.experiments.runner import Runner, sparse_gc
 from sparring.experiments.schedule import Schedule
 from sparring.experiments.shard import Shard, parse_shard, select, shard_label
 from sparring.experiments.store import (
@@ -180,7 +180,8 @@ class _Session:
 
 def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: Any = None) -> RunResult:
     console = console or Console()
-    plan = prepare(opts)
+    with sparse_gc():
+        plan = prepare(opts)
     exp = plan.exp
     if opts.dry_run:
         info = describe(plan)
@@ -214,7 +215,8 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
             pool.get(alias)
         session.load_s = time.time() - session.started
         session.started = time.time()
-        first = plan.schedule.jobs(1, {})
+        with sparse_gc():
+            first = plan.schedule.jobs(1, {})
         total = _total(plan, first)
         store.write_manifest(status="running", schedule={"total": total["all"], "shard": shard_label(plan.shard),
                                                           "in_shard": total["in_shard"]})

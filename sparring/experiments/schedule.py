@@ -125,8 +125,10 @@ class Schedule:
                 seed = derive_seed(*parts)
                 for flip in flips:
                     if proto is None or type(iid) is not str:
-                        job = proto = new(EpisodeJob, experiment=exp.name, instance_id=iid, seats=seats,
-                                          seed=seed, repeat=r, flip=flip, matchup=name, meta=meta)
+                        job = new(EpisodeJob, experiment=exp.name, instance_id=iid, seats=seats,
+                                  seed=seed, repeat=r, flip=flip, matchup=name, meta=meta)
+                        # a copy that never gets a cached id, so that `variant` copies it whole
+                        proto = proto or variant(job)
                     else:  # a matchup's jobs differ only in these (validated once, in the prototype)
                         job = variant(proto, instance_id=iid, seed=seed, repeat=r, flip=flip)
                     # the id, computed the cheap way for a whole matchup, fills the cached property

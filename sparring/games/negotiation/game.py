@@ -82,11 +82,12 @@ class DondConfig(Strict):
 
 @dataclass
 class Turn:
-    """One accepted action and how each player sees it: player -> (role, content) or absent."""
+    """One accepted action and how each player sees it (absent: not at all). Built once, then
+    shared by every later observation of the episode."""
 
     player: str
     action: ParsedAction
-    views: dict[str, tuple[str, str]]
+    views: dict[str, Message]
 
 
 @dataclass
@@ -183,7 +184,9 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
         var["values_text"] = ps.render("values", v, **var)
         system = ps.render("system", v, format_rules=ps.render(f"format_{cfg.action_format}", v, **var),
                            objective_rules=ps.render(f"objective_{cfg.objective}", v, **var), **var)
-        texts = {"key": key, "vars": var, "system": system, "start": ps.render("start", v, **var),
+        start = ps.render("start", v, **var)
+        texts = {"key": key, "vars": var, "system": new(Message, role="system", content=system),
+                 "start": new(Message, role="user", content=start),
                  "scratchpad": ps.render("scratchpad", v, **var) if ps.has("scratchpad") else None}
         if len(self._static) >= _CACHE_SIZE:
             self._static.clear()
@@ -221,7 +224,7 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
 
     def observation(self, state: DondState, player: str) -> list[Message]:
         texts = state.texts[player]
-        msgs: list[tuple[str, str]] = [("system", texts["system"]), ("user", texts["start"])]
+        msgs: list[Message | tuple[str, str]] = [texts["system"], texts["start"]]
         for t in state.turns:
             view = t.views.get(player)
             if view is not None:
@@ -288,10 +291,11 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
         state.errors_in_row = 0
         state.pending.pop(player, None)
         shown = format_action(parsed, self.config.action_format)
-        views = {player: ("assistant", shown)}
+        views = {player: new(Message, role="assistant", content=shown)}
         if parsed.kind == "message":
             state.n_messages += 1
-            views[other] = ("user", self._render(state, other, "opponent_message", text=parsed.text, action=shown))
+            seen = self._render(state, other, "opponent_message", text=parsed.text, action=shown)
+            views[other] = new(Message, role="user", content=seen)
             self._event(state, player, TURN_TAG, shown, None, kind="message", text=parsed.text)
         else:
             counts = parsed.counts
@@ -301,7 +305,7 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
             self._event(state, player, TURN_TAG, shown, [player], kind="proposal", counts=list(counts))
             if first_proposal:
                 notice = self._render(state, other, "proposal_notice")
-                views[other] = ("user", notice)
+                views[other] = new(Message, role="user", content=notice)
                 self._event(state, player, "proposal_notice", notice, [other])
             else:
                 state.over = True
@@ -375,12 +379,26 @@ def _is_deal(state: DondState) -> bool:
     return a is not None and b is not None and all(x + y == c for x, y, c in zip(a, b, state.instance.counts, strict=False))
 
 
-def _merge(msgs: list[tuple[str, str]]) -> list[Message]:
-    """Join consecutive same-role turns so chat templates see strict user/assistant alternation."""
-    out: list[tuple[str, str]] = []
-    for role, content in msgs:
-        if out and out[-1][0] == role and role != "system":
-            out[-1] = (role, f"{out[-1][1]}\n\n{content}")
+def _merge(msgs: list[Message | tuple[str, str]]) -> list[Message]:
+    """Join consecutive same-role turns so chat templates see strict user/assistant alternation.
+
+    Messages that are not joined are passed through as they are (built once per episode or per
+    static view); a new Message is made only for joined ones and for (role, content) pairs.
+    """
+    roles: list[str] = []
+    contents: list[str] = []
+    made: list[Message | None] = []
+    for m in msgs:
+        if isinstance(m, Message):
+            role, content, msg = m.role, m.content, m
         else:
-            out.append((role, content))
-    return [new(Message, role=r, content=c) for r, c in out]
+            (role, content), msg = m, None
+        if roles and roles[-1] == role and role != "system":
+            contents[-1] = f"{contents[-1]}\n\n{content}"
+            made[-1] = None
+        else:
+            roles.append(role)
+            contents.append(content)
+            made.append(msg)
+    return [m if m is not None else new(Message, role=r, content=c)
+            for r, c, m in zip(roles, contents, made, strict=True)]

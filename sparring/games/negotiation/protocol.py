@@ -54,6 +54,10 @@ _LEAD = re.compile(r"[\s*_`>\"'-]*(?:(?:player[ _]?\d|me|assistant|agent \w+)\s*
 _SPEAKER = re.compile(r"\n\s*(?:player[ _]?\d|them|you|me|other player|assistant|user|agent \w+)\s*:",
                       re.IGNORECASE)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+_PAREN = re.compile(r"\(([^()]*)\)")
+# The canonical `x books, y hats, z balls` (what the prompts ask for and most replies are): the
+# general mention scan below reads it the same way, at several times the cost.
+_CANONICAL = re.compile(r"\s*(\d+) books?,\s*(\d+) hats?,\s*(\d+) balls?\s*", re.IGNORECASE)
 
 
 def _item_index(word: str) -> int:
@@ -84,8 +88,11 @@ def mentions(text: str) -> list[tuple[int, int]]:
 
 def parse_counts(body: str) -> Triple:
     """Counts in a proposal body: `(1 books, 2 hats, 0 balls)`, `1 book 2 hats 0 balls`, `(1, 2, 0)`."""
-    group = re.search(r"\(([^()]*)\)", body)
+    group = _PAREN.search(body)
     text = group.group(1) if group else body.strip().splitlines()[0] if body.strip() else ""
+    canonical = _CANONICAL.fullmatch(text)
+    if canonical:
+        return int(canonical[1]), int(canonical[2]), int(canonical[3])
     mentions = [(m.group("n1") or m.group("w1") or m.group("n2"), m.group("i1") or m.group("i2"))
                 for m in _MENTION.finditer(text)]
     if mentions:
