@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from sparring.games.negotiation.instance import ITEMS, PLURALS, Triple
@@ -93,6 +94,12 @@ def parse_counts(body: str) -> Triple:
     canonical = _CANONICAL.fullmatch(text)
     if canonical:
         return int(canonical[1]), int(canonical[2]), int(canonical[3])
+    return scan_counts(text)
+
+
+def scan_counts(text: str) -> Triple:
+    """The general reading of a proposal's counts: item mentions in any spelling, else three bare
+    numbers. (`parse_counts` reads the canonical form without it, with the same result.)"""
     mentions = [(m.group("n1") or m.group("w1") or m.group("n2"), m.group("i1") or m.group("i2"))
                 for m in _MENTION.finditer(text)]
     if mentions:
@@ -196,6 +203,7 @@ def check_range(proposal: Triple, counts: Triple) -> None:
         raise ActionError("range", "counts out of range: " + ", ".join(bad))
 
 
+@lru_cache(maxsize=4096)  # every proposal of every game is written out; pools have few splits
 def format_proposal(counts: Triple) -> str:
     """`(x books, y hats, z balls)` — always plural, exactly as lm-selfplay writes it."""
     return "(" + ", ".join(f"{n} {p}" for n, p in zip(counts, PLURALS, strict=False)) + ")"

@@ -11,6 +11,8 @@ from sparring.games.negotiation.protocol import (
     format_action,
     mentions,
     parse_action,
+    parse_counts,
+    scan_counts,
 )
 
 
@@ -29,6 +31,34 @@ from sparring.games.negotiation.protocol import (
 ])
 def test_text_proposals_parse(text, counts):
     assert parse_action(text.replace("\\n", "\n")) == ParsedAction("proposal", counts=counts)
+
+
+def test_the_canonical_fast_path_reads_proposals_as_the_general_scan_does():
+    """`parse_counts` skips the mention scan for `x books, y hats, z balls`; on every spelling
+    near that form it must give the same counts (or the same error) as the scan itself."""
+    import itertools
+    import random
+
+    rng = random.Random(0)
+    seps, spaces = [",", ", ", " , ", ",  "], ["", " ", "  ", "\t"]
+    for _ in range(2000):
+        nums = [str(rng.choice([0, 1, 2, 3, 4, 10, "01", "-1", "1.5", "two"])) for _ in range(3)]
+        words = [rng.choice(forms) for forms in (["book", "books", "BOOKS"], ["hat", "hats", "Hats"],
+                                                  ["ball", "balls", "basketballs"])]
+        if rng.random() < 0.2:  # the wrong order, or an item twice
+            words = list(rng.choice(list(itertools.permutations(words))))
+        parts = [f"{n}{rng.choice([' ', '  ', ' x '])}{w}" for n, w in zip(nums, words, strict=True)]
+        body = rng.choice(spaces) + rng.choice(seps).join(parts) + rng.choice(spaces)
+        for text in (f"({body})", body):
+            try:
+                expected: object = scan_counts(text[1:-1] if text.startswith("(") else text.strip().splitlines()[0])
+            except ActionError as e:
+                expected = e.code
+            try:
+                got: object = parse_counts(text)
+            except ActionError as e:
+                got = e.code
+            assert got == expected, text
 
 
 @pytest.mark.parametrize("text, message", [
