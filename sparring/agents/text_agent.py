@@ -47,7 +47,7 @@ class TextAgent(Agent):
         if ctx.spec.kind != "text":
             raise ConfigError(f"agent {self.name!r} ({self.config.role}) cannot answer a "
                               f"{ctx.spec.kind!r} action ({ctx.spec.tag}); assign a judge to this seat")
-        messages = list(ctx.observation)
+        messages = ctx.observation  # never modified: the scratchpad builds new lists
         plan = None
         sp = self.config.scratchpad
         if sp and sp.enabled and ctx.spec.scratchpad_instruction:

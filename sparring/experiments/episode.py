@@ -18,7 +18,7 @@ from sparring.agents.base import Agent, AgentGen, TurnContext, gather, unwrap
 from sparring.errors import EpisodeAbort
 from sparring.experiments.record import CallRecord, EpisodeRecord, SeatRecord, episode_id
 from sparring.games.base import Action, Game, Instance, Seat
-from sparring.types import Completion, GenerateRequest, Strict, new
+from sparring.types import GenerateRequest, Strict, new
 
 MAX_REJECTIONS = 50  # engine-level guard if a game keeps rejecting without ever aborting
 
@@ -143,7 +143,8 @@ class EpisodeDriver:
                               evaluate=self._evaluator(player, spec.tag) if player in self.lookahead else None)
             first = len(self.calls)
             action = yield from self._record(agent.act(ctx), player)
-            _mark_candidates(self.calls[first:], action)
+            if "candidates" in action.meta:  # best-of-N: mark which candidate was kept
+                _mark_candidates(self.calls[first:], action)
             fb = self.game.act(self.state, player, action)
             if fb.accepted or fb.abort:
                 self.turns[key] = self.turns.get(key, 0) + 1
@@ -249,7 +250,7 @@ def _call_record(call: Any, res: Any, player: str) -> CallRecord:
     if isinstance(res, BaseException):
         fields["error"] = f"{type(res).__name__}: {res}"
     elif call.op == "generate":
-        fields["completions"] = [c if isinstance(c, Completion) else Completion.model_validate(c) for c in res]
+        fields["completions"] = res  # validated into Completions by CallRecord, like every field
     else:
         fields["logprobs"] = [float(x) for x in unwrap(res)]
     return new(CallRecord, player=call.meta.get("player", player), tag=call.meta.get("tag", ""),
