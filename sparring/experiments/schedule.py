@@ -127,8 +127,8 @@ class Schedule:
                     if proto is None or type(iid) is not str:
                         job = new(EpisodeJob, experiment=exp.name, instance_id=iid, seats=seats,
                                   seed=seed, repeat=r, flip=flip, matchup=name, meta=meta)
-                        # a copy that never gets a cached id, so that `variant` copies it whole
-                        proto = proto or variant(job)
+                        if proto is None:  # a copy that never gets a cached id: `variant` copies it whole
+                            proto = variant(job)
                     else:  # a matchup's jobs differ only in these (validated once, in the prototype)
                         job = variant(proto, instance_id=iid, seed=seed, repeat=r, flip=flip)
                     # the id, computed the cheap way for a whole matchup, fills the cached property

@@ -15,7 +15,7 @@ and flagged `meta.exclude_from_training`.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
@@ -43,10 +43,9 @@ from sparring.games.negotiation.protocol import (
     format_proposal,
     parse_action,
 )
-from sparring.prompts import PromptSet
+from sparring.games.negotiation.state import PLAYERS, DondState, Turn, merge_roles
 from sparring.types import Message, Strict, new
 
-PLAYERS: tuple[str, str] = ("Player_1", "Player_2")
 TURN_TAG = "turn"
 _CACHE_SIZE = 8192  # rendered-prompt memo entries per game object (cleared when full)
 
@@ -78,41 +77,6 @@ class DondConfig(Strict):
     @property
     def weight(self) -> float:
         return objective_lambda(self.objective, self.lam)
-
-
-@dataclass
-class Turn:
-    """One accepted action and how each player sees it (absent: not at all). Built once, then
-    shared by every later observation of the episode."""
-
-    player: str
-    action: ParsedAction
-    views: dict[str, Message]
-
-
-@dataclass
-class DondState:
-    instance: DondInstance
-    prompts: dict[str, PromptSet]
-    values: dict[str, Triple]
-    first: str
-    flip: bool
-    variant: int
-    to_move: str
-    turns: list[Turn] = field(default_factory=list)
-    events: list[Event] = field(default_factory=list)
-    proposals: dict[str, Triple] = field(default_factory=dict)   # insertion order = proposal order
-    pending: dict[str, tuple[str, str]] = field(default_factory=dict)  # player -> (bad output, correction)
-    errors_in_row: int = 0
-    n_invalid: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PLAYERS, 0))
-    n_messages: int = 0
-    over: bool = False
-    end: str | None = None          # deal | mismatch | max_turns | aborted
-    abort_reason: str | None = None
-    texts: dict[str, dict[str, Any]] = field(default_factory=dict)  # per player: rendered static texts
-
-    def other(self, player: str) -> str:
-        return PLAYERS[1] if player == PLAYERS[0] else PLAYERS[0]
 
 
 @register_game("dond", "deal_or_no_deal")
@@ -235,7 +199,7 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
         bad = state.pending.get(player)
         if bad is not None:
             msgs += [("assistant", bad[0]), ("user", bad[1])]
-        return _merge(msgs)
+        return merge_roles(msgs)
 
     # -- acting -----------------------------------------------------------------------------
     def act(self, state: DondState, player: str, action: Action) -> Feedback:
@@ -377,28 +341,3 @@ def _example_counts(counts: Triple) -> Triple:
 def _is_deal(state: DondState) -> bool:
     a, b = (state.proposals.get(p) for p in PLAYERS)
     return a is not None and b is not None and all(x + y == c for x, y, c in zip(a, b, state.instance.counts, strict=False))
-
-
-def _merge(msgs: list[Message | tuple[str, str]]) -> list[Message]:
-    """Join consecutive same-role turns so chat templates see strict user/assistant alternation.
-
-    Messages that are not joined are passed through as they are (built once per episode or per
-    static view); a new Message is made only for joined ones and for (role, content) pairs.
-    """
-    roles: list[str] = []
-    contents: list[str] = []
-    made: list[Message | None] = []
-    for m in msgs:
-        if isinstance(m, Message):
-            role, content, msg = m.role, m.content, m
-        else:
-            (role, content), msg = m, None
-        if roles and roles[-1] == role and role != "system":
-            contents[-1] = f"{contents[-1]}\n\n{content}"
-            made[-1] = None
-        else:
-            roles.append(role)
-            contents.append(content)
-            made.append(msg)
-    return [m if m is not None else new(Message, role=r, content=c)
-            for r, c, m in zip(roles, contents, made, strict=True)]

@@ -203,9 +203,13 @@ def check_range(proposal: Triple, counts: Triple) -> None:
         raise ActionError("range", "counts out of range: " + ", ".join(bad))
 
 
-@lru_cache(maxsize=4096)  # every proposal of every game is written out; pools have few splits
 def format_proposal(counts: Triple) -> str:
     """`(x books, y hats, z balls)` — always plural, exactly as lm-selfplay writes it."""
+    return _proposal_text(tuple(counts))
+
+
+@lru_cache(maxsize=4096)  # every proposal of every game is written out; pools have few splits
+def _proposal_text(counts: Triple) -> str:
     return "(" + ", ".join(f"{n} {p}" for n, p in zip(counts, PLURALS, strict=False)) + ")"
 
 
