@@ -17,6 +17,10 @@ def test_engine_overhead_benchmark_runs_with_and_without_workers():
         assert "episodes/s" in out.stdout and "target >= 2,000" in out.stdout and "peak RSS" in out.stdout
         assert "(0 failed" in out.stdout
         assert ("2 worker processes" in out.stdout) == ("2" in extra)
+    out = subprocess.run([sys.executable, str(BENCH), "--episodes", "100", "--workload", "dond", "--workers", "1",
+                          "--repeats", "2"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("1 engine process") == 1 and "over 2 runs: best" in out.stdout
     assert "by component" in subprocess.run(
         [sys.executable, str(BENCH), "--episodes", "100", "--workload", "debate", "--breakdown", "--workers", "1"],
         capture_output=True, text=True, timeout=300).stdout
