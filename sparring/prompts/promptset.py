@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import jinja2.meta
 from pydantic import Field, field_validator
 
 from sparring.config_io import read_yaml, validate
@@ -50,6 +51,19 @@ class PromptSet:
     def variants(self, tag: str) -> int:
         return len(self.templates.get(tag, []))
 
+    def references(self, tag: str, variant: int = 0) -> tuple[str, ...]:
+        """The variables template `tag` (variant index `variant`) reads, sorted: what a memo of
+        its renders must key on. Empty for an unknown tag or a template that does not parse
+        (`render` reports those)."""
+        options = self.templates.get(tag)
+        if not options:
+            return ()
+        source = options[variant % len(options)]
+        try:
+            return _references(source)
+        except jinja2.TemplateSyntaxError:
+            return ()
+
     def with_overrides(self, overrides: dict[str, str | list[str]], name: str | None = None) -> PromptSet:
         """A copy whose tags are replaced by `overrides` (per-agent prompt override)."""
         merged = dict(self.templates)
@@ -81,6 +95,11 @@ class PromptSet:
         except jinja2.UndefinedError as e:
             raise ConfigError(f"template {tag!r} of prompt set {self.name!r}: {e.message}; "
                               f"variables given: {', '.join(sorted(variables))}", file=self.source) from None
+
+
+@lru_cache(maxsize=1024)
+def _references(source: str) -> tuple[str, ...]:
+    return tuple(sorted(jinja2.meta.find_undeclared_variables(_ENV.parse(source))))
 
 
 def _builtin_files() -> list[Path]:

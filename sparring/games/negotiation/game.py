@@ -158,12 +158,21 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
         return texts
 
     def _render(self, state: DondState, player: str, tag: str, **extra: Any) -> str:
-        """Render a per-turn template; memoised on the player's static view plus `extra`."""
-        texts = state.texts[player]
-        key = (texts["key"], tag, tuple(sorted(extra.items())))
-        hit = self._rendered.get(key)
+        """Render a per-turn template, memoised on the values of the variables it reads.
+
+        Keyed on those alone (not on the whole static view), a turn prompt or an opponent's
+        message is rendered once per distinct wording, however many pools and values the run has.
+        """
+        ps, static = state.prompts[player], state.texts[player]["vars"]
+        try:
+            key: tuple = (ps, tag, state.variant % max(1, ps.variants(tag)),
+                          *[extra[n] if n in extra else static.get(n) for n in ps.references(tag, state.variant)])
+            hit = self._rendered.get(key)
+        except TypeError:  # a list or dict among the values: key on the whole view instead
+            key = (state.texts[player]["key"], tag, tuple(sorted(extra.items())))
+            hit = self._rendered.get(key)
         if hit is None:
-            hit = state.prompts[player].render(tag, state.variant, **{**texts["vars"], **extra})
+            hit = ps.render(tag, state.variant, **{**static, **extra})
             if len(self._rendered) >= _CACHE_SIZE:
                 self._rendered.clear()
             self._rendered[key] = hit

@@ -70,8 +70,9 @@ def pareto_frontier(utilities: list[tuple[int, int]] | tuple[tuple[int, int], ..
 @lru_cache(maxsize=8192)
 def ceilings(counts: Triple, values_a: Triple, values_b: Triple) -> Ceilings:
     """Ceilings of the scenario with A holding `values_a` and B holding `values_b`."""
-    utils = tuple((points(values_a, a), points(values_b, tuple(c - n for c, n in zip(counts, a, strict=False))))
-                  for a in allocations(counts))
+    (a0, a1, a2), (b0, b1, b2) = values_a, values_b
+    pool_b = points(values_b, counts)  # B gets the rest: its points are the pool's minus A's share's
+    utils = tuple((x * a0 + y * a1 + z * a2, pool_b - (x * b0 + y * b1 + z * b2)) for x, y, z in allocations(counts))
     return Ceilings(
         max_points=(max(x for x, _ in utils), max(y for _, y in utils)),
         max_welfare=max(x + y for x, y in utils),

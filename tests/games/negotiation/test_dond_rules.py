@@ -10,9 +10,10 @@ from dond_helpers import SCENARIO, make_seats, new_game, play, visible_text
 
 from sparring.config_io import validate
 from sparring.errors import ConfigError
-from sparring.games.base import GAMES, Action
+from sparring.games.base import GAMES, Action, Seat
 from sparring.games.negotiation.game import PLAYERS, DealOrNoDealGame, DondConfig
 from sparring.games.negotiation.instance import DondInstance
+from sparring.prompts import prompt_set
 
 P1, P2 = PLAYERS
 HI = "[message] hello, I would like the book and the hat."
@@ -323,3 +324,31 @@ def test_untagged_reply_counts_as_message_only_when_enabled():
     assert not fb.accepted and fb.correction
     first = [e for e in game.events(state) if e.tag == "turn"][0]
     assert first.meta["kind"] == "message" and first.content.endswith("I would like the book please.")
+
+
+def test_render_memo_gives_what_a_fresh_render_gives_across_pools_and_overrides():
+    """One game object memoises per-turn renders across episodes, keyed on the variables each
+    template reads. Templates that read the pool (a string, or a list: the fallback key) must still
+    get each pool's own text; every observation must equal a fresh game object's."""
+    ps = prompt_set("negotiation").with_overrides({
+        "opponent_message": "{{ action }} (your values: {{ values_text }})",
+        "turn": "Your turn; the pool has {{ items | length }} kinds, {{ counts[2] }} balls. Reply:",
+    })
+    seats = {p: Seat(player=p, agent=f"agent-{p}", prompts=ps) for p in PLAYERS}
+    shared = DealOrNoDealGame(DondConfig())
+    pools = [SCENARIO, DondInstance(id="hand-2", counts=(2, 1, 2), values=((1, 4, 2), (3, 0, 2))),
+             DondInstance(id="hand-3", counts=(1, 4, 1), values=((2, 2, 0), (7, 0, 3)))]
+    outputs = [HI, "[message] fine", "[propose] (0 books, 1 hats, 1 balls)", "[propose] (1 books, 0 hats, 0 balls)"]
+    for instance in pools * 2:
+        for flip in (False, True):
+            fresh = DealOrNoDealGame(DondConfig())
+            a = shared.reset(instance, seats, random.Random(3), flip=flip)
+            b = fresh.reset(instance, seats, random.Random(3), flip=flip)
+            for text in outputs:
+                for p in PLAYERS:
+                    assert shared.observation(a, p) == fresh.observation(b, p)
+                (actor,) = shared.to_act(a)
+                shared.act(a, actor, Action(text=text))
+                fresh.act(b, actor, Action(text=text))
+    assert any("your values:" in m.content for p in PLAYERS for m in shared.observation(a, p))
+    assert len({k for k in shared._rendered if "opponent_message" in k}) >= len(pools)
