@@ -91,6 +91,7 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
         super().__init__(config)
         self._static: dict[tuple, dict[str, Any]] = {}
         self._rendered: dict[tuple, str] = {}
+        self._reads: dict[tuple, list[tuple[str, ...]]] = {}  # (prompts, tag) -> variables read, per variant
 
     def players(self) -> dict[str, str]:
         return dict.fromkeys(PLAYERS, "negotiator")
@@ -164,9 +165,12 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
         message is rendered once per distinct wording, however many pools and values the run has.
         """
         ps, static = state.prompts[player], state.texts[player]["vars"]
+        reads = self._reads.get((ps, tag))
+        if reads is None:  # the variables each variant of the template reads
+            reads = self._reads[(ps, tag)] = [ps.references(tag, i) for i in range(max(1, ps.variants(tag)))]
+        index = state.variant % len(reads)
         try:
-            key: tuple = (ps, tag, state.variant % max(1, ps.variants(tag)),
-                          *[extra[n] if n in extra else static.get(n) for n in ps.references(tag, state.variant)])
+            key: tuple = (ps, tag, index, *[extra[n] if n in extra else static.get(n) for n in reads[index]])
             hit = self._rendered.get(key)
         except TypeError:  # a list or dict among the values: key on the whole view instead
             key = (state.texts[player]["key"], tag, tuple(sorted(extra.items())))
