@@ -58,11 +58,7 @@ class PromptSet:
         options = self.templates.get(tag)
         if not options:
             return ()
-        source = options[variant % len(options)]
-        try:
-            return _references(source)
-        except jinja2.TemplateSyntaxError:
-            return ()
+        return template_references(options[variant % len(options)]) or ()
 
     def with_overrides(self, overrides: dict[str, str | list[str]], name: str | None = None) -> PromptSet:
         """A copy whose tags are replaced by `overrides` (per-agent prompt override)."""
@@ -98,8 +94,12 @@ class PromptSet:
 
 
 @lru_cache(maxsize=1024)
-def _references(source: str) -> tuple[str, ...]:
-    return tuple(sorted(jinja2.meta.find_undeclared_variables(_ENV.parse(source))))
+def template_references(source: str) -> tuple[str, ...] | None:
+    """The variables a template source reads, sorted; None if it does not parse."""
+    try:
+        return tuple(sorted(jinja2.meta.find_undeclared_variables(_ENV.parse(source))))
+    except jinja2.TemplateSyntaxError:
+        return None
 
 
 def _builtin_files() -> list[Path]:

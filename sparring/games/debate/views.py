@@ -11,25 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import jinja2
-from jinja2 import meta
-
 from sparring.games.base import Event
 from sparring.games.debate.config import DebateConfig
 from sparring.games.debate.schedule import JUDGE, Step
 from sparring.games.debate.state import DebateState
-from sparring.prompts import PromptSet
+from sparring.prompts.memo import render_memo
 from sparring.types import Message, new
 
-_PARSER = jinja2.Environment()
-_MEMO: dict[tuple, str] = {}
-_MEMO_MAX = 50_000  # entries
-# Characters held. A rule text that embeds a story (QuALITY: ~30 KB) is unique per question and
-# seat, so without a size budget a long tournament would keep every story's prompts alive.
-_MEMO_MAX_CHARS = 16_000_000
-_memo_chars = 0
-_USED: dict[str, tuple[str, ...]] = {}  # template source -> the variables it reads (few sources)
-_UNPARSEABLE: tuple[str, ...] = ("<unparseable>",)
 INSTRUCTION = {"speech": "speech", "choose": "choose", "question": "judge_question",
                "reasoning": "judge_reasoning", "verdict": "verdict"}
 
@@ -67,63 +55,6 @@ def player_vars(cfg: DebateConfig, st: DebateState, player: str) -> dict[str, An
              "opponent_letter": "" if ans is None else st.letter_of(1 - ans, disp)}
     st.cache[key] = v
     return v
-
-
-def _used_variables(source: str) -> tuple[str, ...] | None:
-    try:
-        return tuple(sorted(meta.find_undeclared_variables(_PARSER.parse(source))))
-    except jinja2.TemplateSyntaxError:
-        return None  # let PromptSet.render report it with the set's name and file
-
-
-def _frozen(v: Any) -> Any:
-    if isinstance(v, (list, tuple)):
-        return tuple(_frozen(x) for x in v)
-    if isinstance(v, dict):
-        return tuple(sorted((k, _frozen(x)) for k, x in v.items()))
-    return v
-
-
-def render_memo(prompts: PromptSet, tag: str, variant: int, variables: dict[str, Any]) -> str:
-    """`prompts.render`, memoised on (template source, values of the variables it uses).
-
-    Rendering dominates a game's own cost (tens of microseconds per template); most renders
-    repeat across viewers and episodes (entries, verdict prompts), and the key is exact.
-    """
-    options = prompts.templates.get(tag)
-    if not options:
-        return prompts.render(tag, variant, **variables)  # raises the usual clear error
-    source = options[variant % len(options)]
-    used = _USED.get(source)
-    if used is None:
-        found = _used_variables(source)
-        used = _USED[source] = _UNPARSEABLE if found is None else found
-    if used is _UNPARSEABLE:
-        return prompts.render(tag, variant, **variables)
-    try:
-        values = tuple([variables[u] for u in used])
-    except KeyError:  # a variable the template needs is missing: the usual clear error
-        return prompts.render(tag, variant, **variables)
-    try:
-        key = (source, values)
-        hit = _MEMO.get(key)  # player_vars holds tuples, so this hashes without conversion
-    except TypeError:  # a list/dict among user-supplied variables
-        key = (source, _frozen(values))
-        hit = _MEMO.get(key)
-    if hit is None:
-        hit = prompts.render(tag, variant, **variables)
-        _remember(key, hit)
-    return hit
-
-
-def _remember(key: tuple, text: str) -> None:
-    """Store a render; the memo is emptied when it passes its entry or character budget."""
-    global _memo_chars
-    if len(_MEMO) >= _MEMO_MAX or _memo_chars + len(text) > _MEMO_MAX_CHARS:
-        _MEMO.clear()
-        _memo_chars = 0
-    _MEMO[key] = text
-    _memo_chars += len(text)
 
 
 def render(cfg: DebateConfig, st: DebateState, player: str, tag: str, cache_key: Any = None,

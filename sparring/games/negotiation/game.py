@@ -44,10 +44,11 @@ from sparring.games.negotiation.protocol import (
     parse_action,
 )
 from sparring.games.negotiation.state import PLAYERS, DondState, Turn, merge_roles
+from sparring.prompts.memo import render_memo
 from sparring.types import Message, Strict, new
 
 TURN_TAG = "turn"
-_CACHE_SIZE = 8192  # rendered-prompt memo entries per game object (cleared when full)
+_CACHE_SIZE = 8192  # static views memoised per game object (cleared when full)
 
 
 class DondConfig(Strict):
@@ -90,8 +91,6 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
     def __init__(self, config: DondConfig | None = None):
         super().__init__(config)
         self._static: dict[tuple, dict[str, Any]] = {}
-        self._rendered: dict[tuple, str] = {}
-        self._reads: dict[tuple, list[tuple[str, ...]]] = {}  # (prompts, tag) -> variables read, per variant
 
     def players(self) -> dict[str, str]:
         return dict.fromkeys(PLAYERS, "negotiator")
@@ -159,28 +158,9 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
         return texts
 
     def _render(self, state: DondState, player: str, tag: str, **extra: Any) -> str:
-        """Render a per-turn template, memoised on the values of the variables it reads.
-
-        Keyed on those alone (not on the whole static view), a turn prompt or an opponent's
-        message is rendered once per distinct wording, however many pools and values the run has.
-        """
-        ps, static = state.prompts[player], state.texts[player]["vars"]
-        reads = self._reads.get((ps, tag))
-        if reads is None:  # the variables each variant of the template reads
-            reads = self._reads[(ps, tag)] = [ps.references(tag, i) for i in range(max(1, ps.variants(tag)))]
-        index = state.variant % len(reads)
-        try:
-            key: tuple = (ps, tag, index, *[extra[n] if n in extra else static.get(n) for n in reads[index]])
-            hit = self._rendered.get(key)
-        except TypeError:  # a list or dict among the values: key on the whole view instead
-            key = (state.texts[player]["key"], tag, tuple(sorted(extra.items())))
-            hit = self._rendered.get(key)
-        if hit is None:
-            hit = ps.render(tag, state.variant, **{**static, **extra})
-            if len(self._rendered) >= _CACHE_SIZE:
-                self._rendered.clear()
-            self._rendered[key] = hit
-        return hit
+        """Render a per-turn template through the shared memo (`prompts.memo`): a turn prompt or
+        an opponent's message is rendered once per wording, however many pools the run has."""
+        return render_memo(state.prompts[player], tag, state.variant, {**state.texts[player]["vars"], **extra})
 
     # -- turn structure ---------------------------------------------------------------------
     def to_act(self, state: DondState) -> list[str]:

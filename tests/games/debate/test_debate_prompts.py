@@ -7,7 +7,7 @@ from debate_helpers import game, play, start
 
 from sparring.games.base import Action
 from sparring.games.debate import views
-from sparring.prompts import prompt_set
+from sparring.prompts import memo, prompt_set
 
 SETS = ["judge", "debate", "consultancy", "open_debate", "empty"]
 EXTRA = {"round": 1, "speaker": "Debater_A", "text": "some text", "error": "an error"}
@@ -77,9 +77,9 @@ def test_prompts_state_the_assignment():
 
 def test_render_memo_stays_within_its_character_budget(monkeypatch):
     """Story-sized renders are unique per question and seat: the memo must not keep them all."""
-    monkeypatch.setattr(views, "_MEMO", {})
-    monkeypatch.setattr(views, "_memo_chars", 0)
-    monkeypatch.setattr(views, "_MEMO_MAX_CHARS", 5_000)
+    monkeypatch.setattr(memo, "_MEMO", {})
+    monkeypatch.setattr(memo, "_memo_chars", 0)
+    monkeypatch.setattr(memo, "_MEMO_MAX_CHARS", 5_000)
     ps = prompt_set("debate")
     g = game()
     st = start(g)
@@ -87,8 +87,8 @@ def test_render_memo_stays_within_its_character_budget(monkeypatch):
     texts = []
     for i in range(40):
         v = {**base, "background": f"story {i} " + "word " * 300, "question": f"question {i}?"}
-        texts.append(views.render_memo(ps, "debater_system", 0, v))
-        assert views._memo_chars <= 5_000 and views._memo_chars == sum(map(len, views._MEMO.values()))
+        texts.append(memo.render_memo(ps, "debater_system", 0, v))
+        assert memo._memo_chars <= 5_000 and memo._memo_chars == sum(map(len, memo._MEMO.values()))
     assert len(set(texts)) == 40 and all(f"story {i} " in t for i, t in enumerate(texts))
     again = {**base, "background": "story 39 " + "word " * 300, "question": "question 39?"}
-    assert views.render_memo(ps, "debater_system", 0, again) == texts[-1] == ps.render("debater_system", 0, **again)
+    assert memo.render_memo(ps, "debater_system", 0, again) == texts[-1] == ps.render("debater_system", 0, **again)
