@@ -83,9 +83,9 @@ def engine_run(path: Path, out: str, model: Model, max_live: int, name: str) -> 
     fresh(model)
     from rich.console import Console
 
-    from sparring.experiments.run import RunOptions, run_experiment
-    from sparring.experiments.store import iter_records
+    from sparring.engine.run import RunOptions, run_experiment
     from sparring.models.pool import ModelPool
+    from sparring.records.reader import iter_records
 
     pool = ModelPool()
     pool.add("smollm2-135m", model)

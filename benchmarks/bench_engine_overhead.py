@@ -114,9 +114,9 @@ class Timers:
                 setattr(cls, name, self.timed(original, component))
 
     def install(self, workload: str) -> None:
-        import sparring.experiments.episode as episode
-        from sparring.experiments.store import RunStore
+        import sparring.engine.episode as episode
         from sparring.models.base import Model
+        from sparring.records.store import RunStore
 
         game_cls: type
         if workload == "debate":
@@ -154,7 +154,7 @@ def run_one(workload: str, episodes: int, max_live: int, profile: bool, breakdow
     """Runs in the child process: one workload, returns the measurements."""
     from rich.console import Console
 
-    from sparring.experiments.run import RunOptions, run_experiment
+    from sparring.engine.run import RunOptions, run_experiment
     from sparring.models.registry import load_model_specs
 
     load_model_specs(SCRIPTED)  # import every backend module now: part of the baseline, not the engine
@@ -211,7 +211,7 @@ def main() -> None:
                          "slows a run down, as timeit assumes) and the median and worst rates")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
-    from sparring.experiments.workers import resolve_workers
+    from sparring.engine.workers import resolve_workers
 
     if a.child:
         print(json.dumps(run_one(a.workload, a.episodes, a.max_live, a.profile, a.breakdown,

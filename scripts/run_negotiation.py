@@ -7,7 +7,7 @@
 Same as `sparring run NAME`; configurations live in configs/experiments/NAME.yaml.
 """
 
-from sparring.cli_run import script_main
+from sparring.cli.run import script_main
 
 if __name__ == "__main__":
     script_main(family="negotiation", prog="run_negotiation.py")

@@ -8,8 +8,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from sparring.errors import ConfigError
-from sparring.registry import closest
+from sparring.errors import ConfigError, closest
 
 M = TypeVar("M", bound=BaseModel)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # same documents, ~10x faster
@@ -94,3 +93,11 @@ def validate(model: type[M], data: Any, *, file: str | None = None, prefix: str 
 
 def load_yaml_model(model: type[M], path: str | Path, *, prefix: str = "") -> M:
     return validate(model, read_yaml(path), file=str(path), prefix=prefix)
+
+
+def strict_args(model: type[BaseModel], args: dict[str, Any]) -> Any:
+    """Validate source arguments (`dataset.args`) against a pydantic model, naming the key."""
+    try:
+        return model.model_validate(args)
+    except ValidationError as e:
+        raise format_validation_error(e, model, file=None, prefix="dataset.args") from None

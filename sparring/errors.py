@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
+
+def closest(name: str, known: Iterable[str], n: int = 3) -> list[str]:
+    """Closest known names to `name`, for 'did you mean' hints."""
+    known = list(known)
+    lowered = {k.lower(): k for k in known}
+    hits = difflib.get_close_matches(name.lower(), list(lowered), n=n, cutoff=0.5)
+    subs = [k for k in known if name.lower() in k.lower() and k not in hits]
+    return [lowered[h] for h in hits] + subs[: max(0, n - len(hits))]
+
 
 class SparringError(Exception):
     """Base class: the CLI prints these as one clear message and exits non-zero."""
@@ -20,8 +32,6 @@ class UnknownNameError(SparringError, KeyError):
     """A registry lookup failed; the message lists the closest known names."""
 
     def __init__(self, kind: str, name: str, known: list[str]):
-        from sparring.registry import closest
-
         self.kind, self.name, self.known = kind, name, known
         near = closest(name, known)
         hint = f" Did you mean: {', '.join(near)}?" if near else ""

@@ -2,34 +2,39 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib
+import importlib.util
 from collections.abc import Callable, Iterable
-from typing import Generic, TypeVar
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from sparring.errors import UnknownNameError, closest  # noqa: F401  (closest: re-exported)
 
 T = TypeVar("T")
 
 
-def closest(name: str, known: Iterable[str], n: int = 3) -> list[str]:
-    """Closest known names to `name`, for 'did you mean' hints."""
-    known = list(known)
-    lowered = {k.lower(): k for k in known}
-    hits = difflib.get_close_matches(name.lower(), list(lowered), n=n, cutoff=0.5)
-    subs = [k for k in known if name.lower() in k.lower() and k not in hits]
-    return [lowered[h] for h in hits] + subs[: max(0, n - len(hits))]
-
-
 class Registry(Generic[T]):
-    """Maps names to classes/factories. `modules` are imported lazily on first lookup so that
-    registration happens without import-time side effects in the package root."""
+    """Maps names to classes/factories, filled by decorators in the modules that define them.
+
+    Registering modules are found on first lookup, never at import time of the package root:
+    - `scan`: packages searched recursively for modules whose source contains `marker` (the
+      decorator's name, e.g. "@register_game("), so adding a game, backend or dataset is a new
+      module in its folder with no list to edit;
+    - `entry_points`: a Python entry-point group (e.g. "sparring.games") through which another
+      installed package adds its own (each entry point names a module, imported, or an object,
+      loaded: the import registers it);
+    - `modules`: explicit module names (rarely needed).
+    """
 
     instances: list[Registry] = []  # every registry, for `registered_modules`
 
-    def __init__(self, kind: str, modules: Iterable[str] = ()):
+    def __init__(self, kind: str, modules: Iterable[str] = (), *, scan: Iterable[str] = (),
+                 marker: str | None = None, entry_points: str | None = None):
         Registry.instances.append(self)
         self.kind = kind
         self._items: dict[str, T] = {}
         self._modules = list(modules)
+        self._scan, self._marker, self._group = list(scan), marker, entry_points
         self._loaded = False
         self._import_errors: dict[str, str] = {}
 
@@ -45,17 +50,25 @@ class Registry(Generic[T]):
 
     def _load(self) -> None:
         """Import the registering modules once; one broken module must not hide the others."""
-        if not self._loaded:
-            self._loaded = True
-            for mod in self._modules:
+        if self._loaded:
+            return
+        self._loaded = True
+        modules = list(self._modules)
+        for package in self._scan:
+            modules += scan_modules(package, self._marker)
+        for mod in modules:
+            try:
+                importlib.import_module(mod)
+            except ImportError as e:  # e.g. an optional dependency missing
+                self._import_errors[mod] = f"{type(e).__name__}: {e}"
+        if self._group:
+            for ep in _entry_points(self._group):
                 try:
-                    importlib.import_module(mod)
-                except ImportError as e:  # e.g. an optional dependency missing
-                    self._import_errors[mod] = f"{type(e).__name__}: {e}"
+                    ep.load()
+                except Exception as e:  # noqa: BLE001 — a broken plugin must not hide the rest
+                    self._import_errors[f"{ep.name} ({ep.value})"] = f"{type(e).__name__}: {e}"
 
     def get(self, name: str) -> T:
-        from sparring.errors import UnknownNameError
-
         self._load()
         if name not in self._items:
             err = UnknownNameError(self.kind, name, list(self._items))
@@ -69,9 +82,45 @@ class Registry(Generic[T]):
         self._load()
         return sorted(self._items)
 
+    def items(self) -> list[tuple[str, T]]:
+        self._load()
+        return sorted(self._items.items())
+
     def __contains__(self, name: str) -> bool:
         self._load()
         return name in self._items
+
+
+def scan_modules(package: str, marker: str | None) -> list[str]:
+    """Dotted names of the modules under `package` (recursively) whose text contains `marker`.
+
+    Reads files instead of importing them, so a scan costs no imports (torch, matplotlib) beyond
+    the modules that actually register something.
+    """
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    out: list[str] = []
+    for root in spec.submodule_search_locations:
+        base = Path(root)
+        for path in sorted(base.rglob("*.py")):
+            rel = path.relative_to(base).with_suffix("")
+            if any(not part.isidentifier() for part in rel.parts):
+                continue
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            if marker is None or marker in text:
+                parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+                out.append(".".join((package, *parts)))
+    return out
+
+
+def _entry_points(group: str) -> list[Any]:
+    from importlib.metadata import entry_points
+
+    return list(entry_points(group=group))
 
 
 def registered_modules() -> list[tuple[str, str | None]]:

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from sparring.experiments.record import episode_id
+from sparring.records.record import episode_id
 from sparring.stable_json import stable_dumps
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
 
 from pydantic import Field
 
+from sparring.agents.lookahead import Lookahead
 from sparring.errors import EpisodeAbort
 from sparring.games.base import ActionSpec
 from sparring.prompts import PromptSet
@@ -35,12 +36,8 @@ from sparring.types import (
 
 _MASK64 = (1 << 64) - 1
 AgentGen = Generator[list[ModelCall], list[Any], Any]
-# Scores candidate actions for the acting player (best-of-N): texts -> one score per text.
-Evaluator = Callable[[list[str]], AgentGen]
 
-AGENTS: Registry[type[Agent]] = Registry(
-    "agent role", modules=["sparring.agents.debater", "sparring.agents.judge", "sparring.agents.negotiator"]
-)
+AGENTS: Registry[type[Agent]] = Registry("agent", scan=["sparring.agents"], marker="@register_agent(")
 
 
 def register_agent(*roles: str):
@@ -69,7 +66,8 @@ class TurnContext:
     instance_id: str = ""
     flip: bool = False
     turn: int = 0
-    evaluate: Evaluator | None = None
+    # Forks of the game for agents that look ahead (best-of-N); None when the engine offers none.
+    lookahead: Lookahead | None = None
     labels: dict[str, Any] = field(default_factory=dict)
 
     _draws: int = field(default=0, repr=False)
@@ -96,7 +94,9 @@ class TurnContext:
 class AgentConfig(Strict):
     """Fields shared by every agent in experiment YAML (`agents: {name: {...}}`)."""
 
-    role: str
+    role: str = Field(description="the game role this agent plays (debater, judge, negotiator, ...)")
+    agent: str | None = Field(None, description="registered agent behaviour (text, judge, ...); "
+                                                "default: the agent registered under the role, else text")
     model: str
     prompts: str | None = Field(None, description="prompt set name; default: the game's set for the role")
     prompt_overrides: dict[str, str | list[str]] = Field(default_factory=dict)

@@ -24,7 +24,7 @@ class JudgeConfig(TextAgentConfig):
     retries: int = Field(2, ge=0, description="extra attempts when a generated verdict is unparseable")
 
 
-@register_agent("judge")
+@register_agent("judge", "choice")
 class Judge(TextAgent):
     Config = JudgeConfig
     config: JudgeConfig

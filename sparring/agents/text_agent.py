@@ -2,28 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
-from sparring.agents.base import Agent, AgentConfig, AgentGen, TurnContext
+from sparring.agents.base import Agent, AgentConfig, AgentGen, TurnContext, register_agent
+from sparring.agents.best_of_n import score_candidates
+from sparring.agents.lookahead import BestOfN
 from sparring.errors import ConfigError
 from sparring.games.base import Action
 from sparring.types import Message, Strict, new
-
-
-class BestOfN(Strict):
-    """Sample `n` candidates in one batched call; keep the one the judge likes best for us.
-
-    Each candidate is scored by the judge's probability for the speaker's side, either on the
-    transcript as it stands (`opponents: 0`) or against `opponents` sampled opponent replies,
-    aggregated by `aggregate` (mean, or min = max-min selection).
-    """
-
-    n: int = Field(4, ge=1)
-    opponents: int = Field(0, ge=0)
-    aggregate: Literal["mean", "min"] = "mean"
-    tags: list[str] = Field(default_factory=lambda: ["speech"])
 
 
 class Scratchpad(Strict):
@@ -39,7 +25,12 @@ class TextAgentConfig(AgentConfig):
     scratchpad: Scratchpad | None = None
 
 
+@register_agent("text")
 class TextAgent(Agent):
+    """Answers text actions (speeches, messages, guesses, commands) with one generation, with an
+    optional private scratchpad and best-of-N selection. Any game role whose actions are text can
+    use it without a role-specific class."""
+
     Config = TextAgentConfig
     config: TextAgentConfig
 
@@ -59,7 +50,7 @@ class TextAgent(Agent):
             messages = plan_msgs + [Message(role="assistant", content=plan),
                                     Message(role="user", content=ctx.observation[-1].content)]
         bon = self.config.best_of_n
-        use_bon = bon is not None and bon.n > 1 and ctx.spec.tag in bon.tags and ctx.evaluate is not None
+        use_bon = bon is not None and bon.n > 1 and ctx.spec.tag in bon.tags and ctx.lookahead is not None
         n = bon.n if use_bon else 1
         comps = yield from self.generate(ctx, messages, tag=ctx.spec.tag, n=n,
                                          prefix=ctx.spec.assistant_prefix)
@@ -67,7 +58,8 @@ class TextAgent(Agent):
         meta: dict = {}
         chosen = 0
         if use_bon:
-            scores = yield from ctx.evaluate(texts)
+            assert bon is not None and ctx.lookahead is not None
+            scores = yield from score_candidates(bon, ctx.lookahead, texts)
             chosen = max(range(len(texts)), key=lambda i: (scores[i], -i))
             meta.update(candidates=texts, candidate_scores=scores, chosen=chosen)
         text = texts[chosen]

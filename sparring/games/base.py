@@ -9,22 +9,38 @@ from __future__ import annotations
 import copy
 import random
 from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sparring.errors import SparringError
 from sparring.prompts import PromptSet
 from sparring.registry import Registry
 from sparring.types import Message, Strict
 
 GAMES: Registry[type[Game]] = Registry(
-    "game", modules=["sparring.games.debate.game", "sparring.games.negotiation.game"]
+    "game", scan=["sparring.games"], marker="@register_game(", entry_points="sparring.games"
 )
 
 
 def register_game(*names: str):
     """Class decorator: `@register_game("debate")`."""
     return GAMES.register(*names)
+
+
+class DatasetConfig(Strict):
+    """Where instances (questions, negotiation scenarios) come from; resolved per game."""
+
+    name: str = Field(description="instance source registered for the game (e.g. generated, quality)")
+    split: str | None = Field(None, description="train / val / test (source default when omitted)")
+    limit: int | None = Field(None, ge=1, description="load at most this many instances")
+    seed: int | None = Field(None, description="source seed (shuffling / generation); None = source default")
+    args: dict[str, Any] = Field(default_factory=dict, description="source-specific arguments (strict)")
+
+
+class GameCannotFork(SparringError):
+    """Raised by `Game.fork` for games whose state cannot be copied (environment-backed)."""
 
 
 class Instance(BaseModel):
@@ -119,6 +135,12 @@ class Game(ABC, Generic[InstT, S]):
     InstanceType: ClassVar[type[Instance]] = Instance
     # Prompt set used for a role when the agent config names none: role -> prompt set name.
     default_prompts: ClassVar[dict[str, str]] = {}
+    # Roles whose seats evaluate the others (a debate's judge) rather than compete: tournaments
+    # fill them from `tournament.judges`, ratings leave them out, look-ahead asks them.
+    evaluator_roles: ClassVar[frozenset[str]] = frozenset()
+    # How outcomes rank the competing seats for win rates and ratings: "reward" = the higher
+    # reward wins (equal rewards tie); "none" = no ranking (cooperative or single-player games).
+    ranking: ClassVar[Literal["reward", "none"]] = "reward"
 
     def __init__(self, config: Strict | None = None):
         self.config = config if config is not None else self.Config()
@@ -156,15 +178,38 @@ class Game(ABC, Generic[InstT, S]):
     def events(self, state: S) -> list[Event]:
         """Every event so far, with visibility, for the episode record."""
 
+    def evaluators(self) -> list[str]:
+        """Players whose role is an evaluator role (judges), in seating order."""
+        return [p for p, r in self.players().items() if r in self.evaluator_roles]
+
+    def competitors(self) -> list[str]:
+        """Players who compete (every seat that does not evaluate), in seating order."""
+        return [p for p, r in self.players().items() if r not in self.evaluator_roles]
+
     # -- optional ---------------------------------------------------------------------------
+    can_fork: ClassVar[bool] = True
+
     def fork(self, state: S) -> S:
-        """An independent copy for look-ahead (best-of-N). Override if deepcopy is too slow."""
+        """An independent copy of `state` for look-ahead (best-of-N) and branched rollouts.
+
+        The default deep-copies the state; a game whose state is cheap to copy by hand overrides
+        this, and a game whose state holds a handle it cannot copy (a simulator process) sets
+        `can_fork = False` and raises `GameCannotFork` here.
+        """
+        if not self.can_fork:
+            raise GameCannotFork(f"game {self.name!r} cannot fork its state (it owns an environment)")
         return copy.deepcopy(state)
 
     def evaluation(self, state: S, evaluator: str) -> tuple[list[Message], ActionSpec] | None:
         """What `evaluator` (a judge) would see and answer if the game were judged now.
         Used by best-of-N to score candidate turns; None if the game has no such judge."""
         return None
+
+    def load_instances(self, dataset: DatasetConfig, base_dir: Path) -> list[InstT]:
+        """The instances the experiment's `dataset:` block names, from this game's own sources
+        (a relative `dataset.args.path` is read from `base_dir`). Raise ConfigError /
+        UnknownNameError for a bad block; the engine adds the file and key."""
+        raise SparringError(f"game {self.name!r} has no instance sources (override Game.load_instances)")
 
     def instance_summary(self, instance: InstT) -> dict[str, Any]:
         """Small description of the instance stored in every episode record (no long texts)."""

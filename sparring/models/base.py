@@ -16,15 +16,7 @@ from sparring.registry import Registry
 from sparring.types import Completion, GenerateRequest, ScoreRequest, Strict
 
 BACKENDS: Registry[type[Model]] = Registry(
-    "backend",
-    modules=[
-        "sparring.models.hf",
-        "sparring.models.openai_backend",
-        "sparring.models.anthropic_backend",
-        "sparring.models.scripted",
-        "sparring.models.replay",
-        "sparring.models.human",
-    ],
+    "backend", scan=["sparring.models"], marker="@register_backend(", entry_points="sparring.backends"
 )
 
 

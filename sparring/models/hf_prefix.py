@@ -16,6 +16,7 @@ dropped when the weights change (a training step, a loaded adapter).
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -324,7 +325,14 @@ class PrefixContext:
 def keep_one(model) -> dict:
     """`logits_to_keep=1` where supported: a prefill does not need the vocabulary projection of
     every position (about a fifth of a small model's prefill compute)."""
-    from sparring.models.hf_score import supports_logits_to_keep
 
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     return {"logits_to_keep": 1} if supports_logits_to_keep(base) else {}
+
+
+def supports_logits_to_keep(model) -> bool:
+    """Whether `forward` can compute logits for the last positions only (saves a vocab-wide matmul)."""
+    try:
+        return "logits_to_keep" in inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return False

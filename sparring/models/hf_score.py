@@ -16,7 +16,6 @@ the scored tokens sit at the end and only those last positions' logits are mater
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -98,13 +97,6 @@ def build_rows(req_index: int, prompt_ids: list[int], option_ids: Sequence[list[
     return rows
 
 
-def supports_logits_to_keep(model) -> bool:
-    try:
-        return "logits_to_keep" in inspect.signature(model.forward).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def score_rows(model, base_model, rows: Sequence[Row], pad_id: int, device, batch_size: int,
                prefix: PrefixContext | None = None, kv_layers: int | None = None) -> list[float]:
     """Sum of token log-probabilities of each row's scored span, in row order.
@@ -117,6 +109,8 @@ def score_rows(model, base_model, rows: Sequence[Row], pad_id: int, device, batc
 
     order = sorted(range(len(rows)), key=lambda i: -len(rows[i].ids))
     sums = [0.0] * len(rows)
+    from sparring.models.hf_prefix import supports_logits_to_keep
+
     keep_ok = supports_logits_to_keep(base_model)
     for pos in range(0, len(order), batch_size):
         chunk = [rows[i] for i in order[pos : pos + batch_size]]

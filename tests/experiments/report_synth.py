@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sparring.experiments.record import EpisodeRecord, SeatRecord, episode_id
 from sparring.games.base import Outcome
+from sparring.records.record import EpisodeRecord, SeatRecord, episode_id
 from sparring.types import Usage
 
 QS = {"n_quotes": 0, "n_valid": 0, "n_exact": 0, "n_normalized": 0, "n_repaired": 0, "n_invalid": 0,

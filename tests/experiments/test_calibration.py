@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from sparring.experiments.calibration import judge_reliability, reliability, top_label
-from sparring.experiments.stats_tests import bootstrap_ci, paired_test, wilson_interval
+from sparring.stats.calibration import judge_reliability, reliability, top_label
+from sparring.stats.stats_tests import bootstrap_ci, paired_test, wilson_interval
 
 
 def test_ece_hand_computed():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from sparring.engine.config import config_hash
+from sparring.engine.loader import build_agents, find_config, load_config, resolve
 from sparring.errors import ConfigError, UnknownNameError
-from sparring.experiments.config import config_hash
-from sparring.experiments.loader import build_agents, find_config, load_config, resolve
 
 
 def load(path, **overrides):

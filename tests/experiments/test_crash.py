@@ -13,8 +13,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from sparring.experiments.run import RunOptions, run_experiment
-from sparring.experiments.store import iter_records, read_manifest
+from sparring.engine.run import RunOptions, run_experiment
+from sparring.records.reader import iter_records, read_manifest
 
 HERE = Path(__file__).parent
 SLOW = {"agents": {"alice": {"model": "t-slow"}, "judge": {"model": "t-slow"}},
@@ -69,7 +69,7 @@ def test_sigkill_mid_run_then_resume_gives_every_episode_once(make_config, runs_
 def ctrl_c_once(monkeypatch, when):
     """Press Ctrl-C (SIGINT to the main thread) once, after the first commit at which
     `when(ticks, session)` holds; returns a function that removes the hook again."""
-    import sparring.experiments.run as run_mod
+    import sparring.engine.run as run_mod
 
     original = run_mod._committer
     state = {"ticks": 0, "sent": False}

@@ -6,8 +6,9 @@ import math
 
 import pytest
 
-from sparring.experiments import metrics as M
-from sparring.experiments import metrics_debate as D
+from sparring.analysis import metrics as M
+from sparring.games.debate import analysis as D
+from sparring.records.reader import read_run
 
 try:
     from .report_synth import debate_record, dond_record, quote_stats, write_run
@@ -145,7 +146,7 @@ def test_load_run_skips_torn_line_and_superseded_failures(tmp_path):
     write_run(tmp_path, [ok], [failed_then_ok, still_failed])
     with (tmp_path / "episodes.jsonl").open("a") as f:
         f.write('{"schema_version": 1, "id": "trunc')  # a torn last line after kill -9
-    run = M.load_run(tmp_path)
+    run = read_run(tmp_path)
     assert len(run.episodes) == 1 and [r.id for r in run.failures] == [still_failed.id]
     assert any("episodes.jsonl:2" in w for w in run.warnings)
     summary = M.failure_summary(run)

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from sparring.experiments.ratings import Comparison, bradley_terry, expected_score, mean_reward_comparisons
+from sparring.stats.ratings import Comparison, bradley_terry, expected_score, mean_reward_comparisons
 
 
 def games(a: str, b: str, wins: int, losses: int, ties: int = 0, tag: str = "") -> list[Comparison]:

@@ -16,9 +16,9 @@ import pytest
 import yaml
 from rich.console import Console
 
-from sparring.experiments.loader import load_config, resolve
-from sparring.experiments.run import RunOptions, run_experiment
-from sparring.experiments.store import iter_records
+from sparring.engine.loader import load_config, resolve
+from sparring.engine.run import RunOptions, run_experiment
+from sparring.records.reader import iter_records
 
 REPO = Path(__file__).resolve().parents[2]
 QUIET = Console(quiet=True)
@@ -177,8 +177,8 @@ def test_dond_quickstart_end_to_end_with_bundled_model(tmp_path):
 
 def test_empty_split_says_why_and_how_to_take_everything(tmp_path):
     """One QuALITY article lands in a single hash split; asking for another names the cause."""
+    from sparring.engine.run import prepare
     from sparring.errors import ConfigError
-    from sparring.experiments.run import prepare
     from sparring.games.debate.datasets.base import SplitFractions, hash_split
 
     row = {"article_id": "a1", "set_unique_id": "a1_S", "title": "T", "article": "Text of a1.",

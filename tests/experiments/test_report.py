@@ -10,10 +10,11 @@ import re
 
 import pytest
 
-from sparring.experiments.metrics_debate import USED_KEYS
-from sparring.experiments.record import EpisodeRecord, SeatRecord
-from sparring.experiments.report import write_report
-from sparring.experiments.report_sections import ReportSection, register_report_section
+from sparring.analysis.report import write_report
+from sparring.analysis.report_sections import ReportSection, register_report_section
+from sparring.games.debate.analysis import USED_KEYS
+from sparring.records.reader import read_run
+from sparring.records.record import EpisodeRecord, SeatRecord
 
 try:
     from .report_synth import debate_record, dond_record, write_run
@@ -234,7 +235,7 @@ def test_broken_section_becomes_a_warning(tmp_path):
 
 
 def test_negotiation_section_without_analysis_module(tmp_path, monkeypatch):
-    import sparring.experiments.report_negotiation as RN
+    import sparring.games.negotiation.report as RN
 
     monkeypatch.setattr(RN, "_analysis", lambda: None)
     run = write_run(tmp_path / "run", [dond_record("s1", "x", "y")])
@@ -271,14 +272,14 @@ def test_reports_read_records_without_transcripts(tmp_path, config):
     the same as from full records, and a section that asks for transcripts still gets them."""
     from rich.console import Console
 
-    from sparring.experiments import metrics as M
-    from sparring.experiments.report import build_stats
-    from sparring.experiments.report_sections import ReportContext
-    from sparring.experiments.run import RunOptions, run_experiment
+    from sparring.analysis.report import build_stats
+    from sparring.analysis.report_sections import ReportContext
+    from sparring.engine.run import RunOptions, run_experiment
+    from sparring.records.reader import read_run
 
     res = run_experiment(RunOptions(configuration=config, output_dir=str(tmp_path), num_iters=3, quiet=True,
                                     report=False), console=Console(quiet=True))
-    full, light = M.load_run(res.run_dir), M.load_run(res.run_dir, transcripts=False)
+    full, light = read_run(res.run_dir), read_run(res.run_dir, transcripts=False)
     assert len(light.episodes) == len(full.episodes) > 0
     assert all(r.calls and r.events for r in full.episodes)
     assert not any(r.calls or r.events for r in light.episodes)
@@ -297,12 +298,11 @@ def test_reports_read_records_without_transcripts(tmp_path, config):
 
 
 def test_light_loading_skips_torn_and_foreign_lines(tmp_path):
-    from sparring.experiments import metrics as M
 
     ok = debate_record("q1", {"Debater_A": "a", "Debater_B": "b", "Judge": "j"}, 0.8, "Debater_A")
     run = write_run(tmp_path / "run", [ok])
     with (run / "episodes.jsonl").open("a") as f:
         f.write('[1, 2]\n{"schema_version": 1, "id": "trunc')
-    light = M.load_run(run, transcripts=False)
+    light = read_run(run, transcripts=False)
     assert [r.id for r in light.episodes] == [ok.id]
     assert any("episodes.jsonl:2" in w for w in light.warnings) and any("episodes.jsonl:3" in w for w in light.warnings)

@@ -9,8 +9,8 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from sparring.experiments.run import RunOptions, run_experiment
-from sparring.experiments.store import iter_records, read_manifest
+from sparring.engine.run import RunOptions, run_experiment
+from sparring.records.reader import iter_records, read_manifest
 
 QUIET = Console(quiet=True)
 
@@ -115,7 +115,7 @@ def test_dry_run_loads_no_model(make_config, runs_dir, monkeypatch):
 
 
 def test_shards_then_merge_equal_unsharded(make_config, runs_dir, tmp_path):
-    from sparring.experiments.shard import merge_runs
+    from sparring.engine.shard import merge_runs
 
     path = make_config()
     shards = [run(path, runs_dir, shard=f"{i}/3", run_name=f"s{i}").run_dir for i in range(3)]
@@ -170,16 +170,16 @@ def test_cli_run_and_errors(make_config, runs_dir, tmp_path):
 
 def test_episode_that_cannot_start_is_recorded_as_failed(make_config, runs_dir):
     """A job whose seats do not fit the game (EpisodeAbort in the driver) becomes a failure record."""
-    from sparring.experiments.episode import EpisodeJob
-    from sparring.experiments.loader import build_agents
-    from sparring.experiments.run import _episodes, prepare
-    from sparring.experiments.store import RunStore
+    from sparring.engine.config import open_store
+    from sparring.engine.episode import EpisodeJob
+    from sparring.engine.loader import build_agents
+    from sparring.engine.plan import episodes, prepare
 
     plan = prepare(RunOptions(configuration=str(make_config()), output_dir=str(runs_dir)))
     agents = build_agents(plan.exp)
     bad = EpisodeJob(experiment="toyexp", instance_id="q0", seats={"A": "alice"}, seed=1)
-    with RunStore(runs_dir / "bad", plan.exp.config) as store:
-        assert list(_episodes(plan, [bad], agents, store)) == []
+    with open_store(runs_dir / "bad", plan.exp.config) as store:
+        assert list(episodes(plan.exp, plan.instances, [bad], agents, store)) == []
         (written,) = store.commit()
     assert written.status == "failed"
     (failure,) = iter_records(runs_dir / "bad", failures=True)

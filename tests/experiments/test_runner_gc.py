@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from sparring.experiments.runner import YOUNG_GC_MIN, YOUNG_GC_PER_LIVE, Runner, sparse_gc
+from sparring.engine.runner import YOUNG_GC_MIN, YOUNG_GC_PER_LIVE, Runner, sparse_gc
 from sparring.models.scripted import ScriptedModel
 from sparring.types import GenerateRequest, Message, ModelCall
 

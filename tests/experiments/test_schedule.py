@@ -6,13 +6,13 @@ from collections import Counter
 
 import pytest
 
+from sparring.engine.episode import EpisodeJob
+from sparring.engine.loader import load_config, resolve
+from sparring.engine.schedule import Schedule
+from sparring.engine.shard import in_shard, parse_shard, select
 from sparring.errors import ConfigError
-from sparring.experiments.episode import EpisodeJob
-from sparring.experiments.loader import load_config, resolve
-from sparring.experiments.record import EpisodeIds, EpisodeRecord, SeatRecord, episode_id
-from sparring.experiments.schedule import Schedule
-from sparring.experiments.shard import in_shard, parse_shard, select
 from sparring.games.base import Outcome
+from sparring.records.record import EpisodeIds, EpisodeRecord, SeatRecord, episode_id
 
 IDS = [f"q{i}" for i in range(6)]
 

@@ -6,11 +6,12 @@ import json
 
 import pytest
 
+from sparring.engine.config import ExperimentConfig, open_store
+from sparring.engine.shard import merge_runs
 from sparring.errors import ConfigError, SparringError
-from sparring.experiments.config import ExperimentConfig
-from sparring.experiments.record import EpisodeRecord, SeatRecord
-from sparring.experiments.shard import merge_runs
-from sparring.experiments.store import RunStore, iter_records, read_manifest, repair_jsonl
+from sparring.records.reader import iter_records, read_manifest
+from sparring.records.record import EpisodeRecord, SeatRecord
+from sparring.records.store import repair_jsonl
 
 
 def cfg(seed: int = 0, **run) -> ExperimentConfig:
@@ -26,14 +27,14 @@ def rec(i: int, status: str = "complete", error: str | None = None) -> EpisodeRe
 
 
 def test_commit_and_reopen(tmp_path):
-    with RunStore(tmp_path / "r", cfg()) as s:
+    with open_store(tmp_path / "r", cfg()) as s:
         s.add_done(rec(1))
         s.add_done(rec(2, "aborted"))
         s.add_failed(rec(3, "failed", "boom"))
         assert s.done == {}  # nothing is done before the commit
         written = s.commit()
         assert [r.id for r in written] == [rec(1).id, rec(2).id, rec(3).id]
-    s = RunStore(tmp_path / "r", cfg(max_live=3))  # volatile settings may differ on resume
+    s = open_store(tmp_path / "r", cfg(max_live=3))  # volatile settings may differ on resume
     assert set(s.done) == {rec(1).id, rec(2).id} and set(s.failed) == {rec(3).id}
     assert s.counts() == {"done": 2, "complete": 1, "aborted": 1, "failed": 1}
     # a retried failure that now succeeds leaves the failed set
@@ -47,7 +48,7 @@ def test_commit_and_reopen(tmp_path):
 
 
 def test_never_two_lines_for_one_id(tmp_path):
-    with RunStore(tmp_path / "r", cfg()) as s:
+    with open_store(tmp_path / "r", cfg()) as s:
         s.add_done(rec(1))
         s.add_done(rec(1))
         s.commit()
@@ -58,7 +59,7 @@ def test_never_two_lines_for_one_id(tmp_path):
 
 
 def test_torn_last_line_is_cut_and_complete_lines_kept(tmp_path):
-    with RunStore(tmp_path / "r", cfg()) as s:
+    with open_store(tmp_path / "r", cfg()) as s:
         for i in range(3):
             s.add_done(rec(i))
         s.commit()
@@ -66,7 +67,7 @@ def test_torn_last_line_is_cut_and_complete_lines_kept(tmp_path):
     good = path.read_bytes()
     torn = rec(9).model_dump_json().encode()[:57]
     path.write_bytes(good + torn)
-    s = RunStore(tmp_path / "r", cfg())
+    s = open_store(tmp_path / "r", cfg())
     assert path.read_bytes() == good and len(s.done) == 3
     s.add_done(rec(9))
     s.commit()
@@ -90,17 +91,17 @@ def test_reading_dedupes_ids(tmp_path):
 
 
 def test_second_writer_and_other_experiment_refused(tmp_path):
-    s = RunStore(tmp_path / "r", cfg())
+    s = open_store(tmp_path / "r", cfg())
     with pytest.raises(SparringError, match="in use"):
-        RunStore(tmp_path / "r", cfg())
+        open_store(tmp_path / "r", cfg())
     s.close()
     with pytest.raises(ConfigError, match=r"different experiment.*run\.seed"):
-        RunStore(tmp_path / "r", cfg(seed=1))
+        open_store(tmp_path / "r", cfg(seed=1))
 
 
 def test_merge_shards(tmp_path):
     for name, ids in (("s0", [1, 2, 3]), ("s1", [3, 4])):
-        with RunStore(tmp_path / name, cfg()) as s:
+        with open_store(tmp_path / name, cfg()) as s:
             for i in ids:
                 s.add_done(rec(i))
             s.add_failed(rec(5, "failed", "x"))
@@ -115,14 +116,14 @@ def test_merge_shards(tmp_path):
     assert json.loads((tmp_path / "merged" / "manifest.json").read_text())["schedule"]["total"] == 6
     with pytest.raises(SparringError, match="not empty"):
         merge_runs([tmp_path / "s0"], tmp_path / "merged")
-    with RunStore(tmp_path / "other", cfg(seed=5)) as s:
+    with open_store(tmp_path / "other", cfg(seed=5)) as s:
         pass
     with pytest.raises(SparringError, match="different experiments"):
         merge_runs([tmp_path / "s0", tmp_path / "other"], tmp_path / "m2")
 
 
 def test_failures_reader_keeps_latest_attempt_and_drops_retried_successes(tmp_path):
-    with RunStore(tmp_path / "r", cfg()) as s:
+    with open_store(tmp_path / "r", cfg()) as s:
         s.add_failed(rec(1, "failed", "first"))
         s.add_failed(rec(2, "failed", "x"))
         s.commit()
@@ -134,14 +135,14 @@ def test_failures_reader_keeps_latest_attempt_and_drops_retried_successes(tmp_pa
 
 
 def test_records_without_transcripts(tmp_path):
-    from sparring.experiments.record import CallRecord
     from sparring.games.base import Event
+    from sparring.records.record import CallRecord
     from sparring.types import Message
 
     call = CallRecord(player="A", tag="speech", model="m", op="generate",
                       messages=[Message(role="user", content="a long story " * 50)])
     event = Event(index=0, player="A", tag="speech", content="hi")
-    with RunStore(tmp_path / "r", cfg()) as s:
+    with open_store(tmp_path / "r", cfg()) as s:
         s.add_done(rec(1).model_copy(update={"calls": [call], "events": [event]}))
         s.add_failed(rec(2, "failed", "boom").model_copy(update={"calls": [call]}))
         s.commit()

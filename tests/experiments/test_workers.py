@@ -14,9 +14,9 @@ import pytest
 from test_run import records, run
 from typer.testing import CliRunner
 
+from sparring.engine.workers import UNSAFE_TO_FORK, chunk_size, resolve_workers, start_method
 from sparring.errors import ConfigError, SparringError
-from sparring.experiments.store import iter_records, read_manifest
-from sparring.experiments.workers import UNSAFE_TO_FORK, chunk_size, resolve_workers, start_method
+from sparring.records.reader import iter_records, read_manifest
 
 
 @pytest.mark.parametrize("start", ["spawn", "fork"])
@@ -189,7 +189,7 @@ def test_sigkill_of_the_parent_takes_the_workers_down_and_resume_completes(make_
     assert 10 <= lines(episodes) < 48
     from rich.console import Console
 
-    from sparring.experiments.run import RunOptions, run_experiment
+    from sparring.engine.run import RunOptions, run_experiment
 
     again = run_experiment(RunOptions(resume=str(run_dir), quiet=True, report=False, workers=2),
                            console=Console(quiet=True))

@@ -70,6 +70,7 @@ class ToyGame(Game[ToyInstance, ToyState]):
     Config = ToyConfig
     InstanceType = ToyInstance
     default_prompts: ClassVar[dict[str, str]] = {"debater": "toy-debater", "judge": "toy-judge"}
+    evaluator_roles: ClassVar[frozenset[str]] = frozenset({"judge"})
     config: ToyConfig
 
     def players(self) -> dict[str, str]:
@@ -168,10 +169,13 @@ class ToyGame(Game[ToyInstance, ToyState]):
     def record_state(self, state: ToyState) -> dict:
         return {"sides": dict(state.sides)}
 
+    def load_instances(self, dataset, base_dir):
+        return toy_instances(dataset, base_dir)
 
-def toy_instances(ds, game, base_dir) -> list[ToyInstance]:
+
+def toy_instances(ds, base_dir) -> list[ToyInstance]:
     """`dataset: {name: toy, args: {n: 10}}` — seeded questions."""
-    from sparring.experiments.instances import strict_args
+    from sparring.config_io import strict_args
 
     class Args(Strict):
         n: int = Field(10, ge=1)
@@ -210,13 +214,3 @@ def dies_in_worker_0(request) -> str:
         if _CALLS["n"] == 3:
             os._exit(3)
     return "still here"
-
-
-def _register() -> None:
-    from sparring.experiments.instances import INSTANCE_SOURCES, register_instances
-
-    if "toy" not in INSTANCE_SOURCES:
-        register_instances("toy")(toy_instances)
-
-
-_register()

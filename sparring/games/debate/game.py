@@ -11,6 +11,7 @@ import random
 import re
 import weakref
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, ClassVar
 
 from sparring.choice import normalize_probs, parse_choice
@@ -19,6 +20,7 @@ from sparring.games.base import (
     ACCEPTED,
     Action,
     ActionSpec,
+    DatasetConfig,
     Event,
     Feedback,
     Game,
@@ -53,6 +55,7 @@ class DebateGame(Game[DebateInstance, DebateState]):
     Config: ClassVar[type[DebateConfig]] = DebateConfig
     InstanceType: ClassVar[type[DebateInstance]] = DebateInstance
 
+    evaluator_roles: ClassVar[frozenset[str]] = frozenset({"judge"})
     default_prompts: ClassVar[dict[str, str]] = {"debater": "debate", "judge": "judge"}
 
     def __init__(self, config: DebateConfig | None = None):
@@ -338,6 +341,14 @@ class DebateGame(Game[DebateInstance, DebateState]):
     @staticmethod
     def _round(st: DebateState) -> int:
         return max([e.round or 0 for e in st.events if e.tag == "speech"], default=0)
+
+    def load_instances(self, dataset: DatasetConfig, base_dir: Path) -> list[DebateInstance]:
+        """Questions from `sparring.games.debate.datasets` (quality, nyu_human_debates, custom,
+        generated, ...): `dataset.split/limit/seed` override the same keys of `args`."""
+        from sparring.games.debate.datasets import load_dataset
+
+        return list(load_dataset(dataset.name, dataset.args, split=dataset.split, limit=dataset.limit,
+                                 seed=dataset.seed, base_dir=base_dir))
 
     def instance_summary(self, instance: DebateInstance) -> dict[str, Any]:
         hit = self._summaries.get(instance.id)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
@@ -25,6 +26,7 @@ from sparring.games.base import (
     ACCEPTED,
     Action,
     ActionSpec,
+    DatasetConfig,
     Event,
     Feedback,
     Game,
@@ -312,6 +314,17 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
         """Cheap copy (best-of-N look-ahead): events and turns are append-only, prompts shared."""
         return replace(state, turns=list(state.turns), events=list(state.events), proposals=dict(state.proposals),
                        pending=dict(state.pending), n_invalid=dict(state.n_invalid))
+
+    def load_instances(self, dataset: DatasetConfig, base_dir: Path) -> list[DondInstance]:
+        """Scenarios from `sparring.games.negotiation.sources` (dond_generated, dond_selfplay,
+        dond_dialogues); `generated` / `selfplay` / `dialogues` are accepted too."""
+        from sparring.games.negotiation.sources import NEGOTIATION_SOURCES, load_instances
+
+        name = dataset.name
+        if name not in NEGOTIATION_SOURCES and f"dond_{name}" in NEGOTIATION_SOURCES:
+            name = f"dond_{name}"
+        return list(load_instances(name, dataset.args, split=dataset.split, limit=dataset.limit,
+                                   seed=dataset.seed, base_dir=base_dir))
 
     def instance_summary(self, instance: DondInstance) -> dict[str, Any]:
         out: dict[str, Any] = {"id": instance.id, "counts": list(instance.counts),

@@ -29,7 +29,9 @@ class Source:
     description: str = ""
 
 
-NEGOTIATION_SOURCES: Registry[Source] = Registry("negotiation instance source")
+NEGOTIATION_SOURCES: Registry[Source] = Registry(
+    "negotiation instance source", scan=["sparring.games.negotiation"], marker="@register_source(",
+    entry_points="sparring.datasets")
 
 
 def register_source(name: str, *, args: type[Strict]):

@@ -19,12 +19,9 @@ from sparring.games.debate.instance import DebateInstance
 from sparring.registry import Registry
 from sparring.types import Strict
 
-DATASETS: Registry[type[DatasetSource]] = Registry("dataset", modules=[
-    "sparring.games.debate.datasets.quality",
-    "sparring.games.debate.datasets.nyu",
-    "sparring.games.debate.datasets.custom",
-    "sparring.games.debate.datasets.generated",
-])
+DATASETS: Registry[type[DatasetSource]] = Registry(
+    "dataset", scan=["sparring.games.debate.datasets"], marker="@register_dataset(",
+    entry_points="sparring.datasets")
 
 Split = Literal["train", "val", "test", "all"]
 M = TypeVar("M", bound=BaseModel)

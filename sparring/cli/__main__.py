@@ -1,0 +1,5 @@
+"""`python -m sparring.cli`."""
+
+from sparring.cli import main
+
+main()

@@ -1,0 +1,28 @@
+"""What every command shares: user errors as one red line with exit code 2, no traceback."""
+
+from __future__ import annotations
+
+import os
+
+from pydantic import ValidationError
+
+EXIT_USER_ERROR = 2
+
+
+def debug_enabled() -> bool:
+    return os.environ.get("SPARRING_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def format_error(err: BaseException) -> str:
+    """One readable message for a user error (no traceback, no locals: secrets stay hidden)."""
+    if isinstance(err, ValidationError):
+        lines = [f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in err.errors()]
+        return f"invalid {err.title}: " + "; ".join(lines)
+    return str(err) or type(err).__name__
+
+
+def print_error(err: BaseException) -> None:
+    from rich.console import Console
+    from rich.text import Text
+
+    Console(stderr=True, soft_wrap=True).print(Text(f"error: {format_error(err)}", style="bold red"))

@@ -1,0 +1,125 @@
+"""`sparring models ...`: list the named models and smoke-test one end to end."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(no_args_is_help=True, help="List the named models and check that one works.")
+
+DEFAULT_PROMPT = "In two sentences, why can debate help a judge find the truth?"
+SCORE_PROMPT = "Is the sky blue? Answer yes or no."
+SCORE_OPTIONS = ["yes", "no"]
+
+ModelsFile = typer.Option(
+    None, "--models-file", "-f", dir_okay=False,
+    help="Your models YAML (overrides/extends the shipped one; default: $SPARRING_MODELS).")
+
+
+def _console():
+    from rich.console import Console
+
+    return Console()
+
+
+@app.command("list")
+def list_models(models_file: Path | None = ModelsFile) -> None:
+    """Show every named model: backend, aliases, size, context, license."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from sparring.models.registry import load_model_specs, shipped_models_file
+
+    specs = load_model_specs(models_file)
+    shipped = str(shipped_models_file())
+    console = _console()
+    # Narrow terminals: descriptions go below the table instead of a squeezed column.
+    wide = console.width >= 120
+    table = Table(title="sparring models", box=box.SIMPLE_HEAD)
+    table.add_column("name", style="bold cyan", no_wrap=True)
+    table.add_column("backend", no_wrap=True)
+    table.add_column("aliases")
+    table.add_column("params", justify="right", no_wrap=True)
+    table.add_column("context", justify="right", no_wrap=True)
+    table.add_column("license", no_wrap=True)
+    if wide:
+        table.add_column("description", overflow="fold", ratio=1)
+    for name in sorted(specs):
+        spec, meta = specs[name], specs[name].metadata
+        label = name if spec.source == shipped else f"{name} *"
+        row = [label, spec.backend, ", ".join(spec.aliases), meta.params or "",
+               f"{meta.context_size:,}" if meta.context_size else "", meta.license or ""]
+        table.add_row(*row, *([meta.description or ""] if wide else []))
+    user = sorted({s.source for s in specs.values() if s.source and s.source != shipped})
+    if user:
+        table.caption = "* from " + ", ".join(user)
+    console.print(table)
+    if not wide:
+        for name in sorted(specs):
+            if specs[name].metadata.description:
+                console.print(Text.assemble((name, "bold cyan"), ": ", specs[name].metadata.description))
+
+
+@app.command("check")
+def check(
+    name: str = typer.Argument(..., help="Model name or alias (see `sparring models list`)."),
+    models_file: Path | None = ModelsFile,
+    prompt: str = typer.Option(DEFAULT_PROMPT, "--prompt", "-p", help="Text to generate a reply to."),
+    max_new_tokens: int = typer.Option(48, "--max-new-tokens", min=1, help="Reply length limit."),
+) -> None:
+    """Load a model, generate one short reply and score two options; print timings."""
+    from rich.panel import Panel
+    from rich.text import Text
+
+    from sparring.errors import ScoringNotSupported
+    from sparring.models.registry import create_model, get_model_spec, load_model_specs
+    from sparring.types import GenerateRequest, Message, Sampling, ScoreRequest
+
+    console = _console()
+    specs = load_model_specs(models_file)
+    spec = get_model_spec(name, specs)
+    sampling = Sampling.model_validate({**spec.sampling, "max_new_tokens": max_new_tokens, "n": 1,
+                                        "seed": spec.sampling.get("seed", 0)})
+    console.print(f"[bold]{spec.name}[/bold] (backend {spec.backend}) — loading…")
+    start = time.perf_counter()
+    model = create_model(spec)
+    try:
+        console.print(f"loaded in {time.perf_counter() - start:.2f} s")
+
+        request = GenerateRequest(messages=[Message(role="user", content=prompt)], sampling=sampling)
+        start = time.perf_counter()
+        completion = model.generate([request])[0][0]
+        elapsed = time.perf_counter() - start
+        tokens = completion.usage.completion_tokens
+        rate = f"{tokens / elapsed:.1f} tokens/s" if tokens and elapsed > 0 else "tokens/s n/a"
+        console.print(Panel(Text(prompt), title="prompt", title_align="left", border_style="green"))
+        console.print(Panel(Text(completion.text or "(empty)"), title="reply", title_align="left",
+                            border_style="magenta"))
+        console.print(f"generate: {elapsed:.2f} s, {tokens} tokens, {rate}, "
+                      f"finish_reason={completion.finish_reason}")
+
+        score_req = ScoreRequest(messages=[Message(role="user", content=SCORE_PROMPT)], options=SCORE_OPTIONS)
+        start = time.perf_counter()
+        try:
+            logprobs = model.score([score_req])[0]
+        except ScoringNotSupported:
+            console.print("score: this backend cannot score; callers parse generated answers")
+            return
+        elapsed = time.perf_counter() - start
+        top = max(logprobs)
+        weights = [math.exp(lp - top) for lp in logprobs]
+        probs = [w / sum(weights) for w in weights]
+        shown = ", ".join(f"P({o})={p:.3f}" for o, p in zip(SCORE_OPTIONS, probs, strict=True))
+        mass = sum(math.exp(lp) for lp in logprobs)
+        console.print(f"score: {SCORE_PROMPT!r} -> {shown} ({elapsed:.2f} s; the options hold "
+                      f"{mass:.1%} of the model's probability before normalisation)")
+    finally:
+        model.close()
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="models")

@@ -1,0 +1,143 @@
+"""`sparring run NAME`, `sparring merge DIRS --output D`, `sparring report RUN_DIR`, and the
+shared body of `scripts/run_debate.py` / `scripts/run_negotiation.py`.
+
+Everything heavy is imported inside the commands so `sparring --help` stays instant. User errors
+print as one line and exit 2; an interrupted run exits 130 after saying how to resume.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import typer
+
+EXIT_USER_ERROR, EXIT_INTERRUPTED = 2, 130
+
+NumIters = typer.Option(None, "--num-iters", "-n", min=1, help="Use at most this many instances (questions/scenarios).")
+DryRun = typer.Option(False, "--dry-run", help="Validate, resolve models/datasets/prompts, print the schedule; load no weights.")
+Resume = typer.Option(None, "--resume", help="Run directory to resume (skips every stored episode).")
+RetryFailed = typer.Option(False, "--retry-failed", help="Also rerun episodes recorded as failed.")
+ShardOpt = typer.Option(None, "--shard", help="Run shard I of N (0-based), e.g. 0/4, for N machines.")
+OutputDir = typer.Option(None, "--output-dir", "-o", help="Parent directory of runs (default $SPARRING_RUNS_DIR or runs/).")
+ModelsFile = typer.Option(None, "--models-file", "-f", help="Your models YAML (extends/overrides the shipped one).")
+MaxLive = typer.Option(None, "--max-live", min=1, help="Episodes advanced side by side (batch width).")
+Workers = typer.Option(None, "--workers", help="Engine processes: a number or 'auto' (one per CPU). For "
+                       "scripted/replay/API models when the engine is the bottleneck; each loads its own models.")
+Seed = typer.Option(None, "--seed", help="Run seed (per-episode seeds derive from it).")
+RunName = typer.Option(None, "--run-name", help="Fixed run directory name; rerunning the same command resumes it.")
+Quiet = typer.Option(False, "--quiet", "-q", help="No progress bar or summary table.")
+NoReport = typer.Option(False, "--no-report", help="Do not write the report at the end.")
+
+
+def _workers(value: str | None) -> int | str | None:
+    """`--workers 4` or `--workers auto` (the config validates the value)."""
+    if value is None or value.strip().lower() == "auto":
+        return None if value is None else "auto"
+    try:
+        return int(value)
+    except ValueError:
+        from sparring.errors import ConfigError
+
+        raise ConfigError(f"--workers expects a number or 'auto', got {value!r}") from None
+
+
+def _run(configuration: str | None, *, family: str | None = None, **kw) -> None:
+    from sparring.engine.run import RunOptions, run_experiment
+
+    no_report = kw.pop("no_report", False)
+    result = run_experiment(RunOptions(configuration=configuration, family=family, report=not no_report, **kw))
+    if result.status == "interrupted":
+        raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def run(
+    name: str = typer.Argument(None, help="Configuration name (configs/experiments/NAME.yaml) or a YAML path."),
+    num_iters: int | None = NumIters, dry_run: bool = DryRun, resume: str | None = Resume,
+    retry_failed: bool = RetryFailed, shard: str | None = ShardOpt, output_dir: str | None = OutputDir,
+    models_file: str | None = ModelsFile, max_live: int | None = MaxLive, workers: str | None = Workers,
+    seed: int | None = Seed, run_name: str | None = RunName, quiet: bool = Quiet, no_report: bool = NoReport,
+) -> None:
+    """Run an experiment (debate, negotiation, any registered game); resumable."""
+    _run(name, num_iters=num_iters, dry_run=dry_run, resume=resume, retry_failed=retry_failed, shard=shard,
+         output_dir=output_dir, models_file=models_file, max_live=max_live, workers=_workers(workers),
+         seed=seed, run_name=run_name, quiet=quiet, no_report=no_report)
+
+
+def merge(
+    dirs: list[Path] = typer.Argument(..., help="Shard run directories of one experiment."),
+    output: Path = typer.Option(..., "--output", "-o", help="Directory of the merged run."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace a non-empty output directory."),
+    report: bool = typer.Option(True, "--report/--no-report", help="Write the report of the merged run."),
+) -> None:
+    """Combine shard run directories into one run, each episode once."""
+    from rich.console import Console
+
+    from sparring.engine.shard import merge_runs
+
+    manifest = merge_runs(list(dirs), output, overwrite=overwrite)
+    c = manifest["counts"]
+    Console(soft_wrap=True).print(f"merged {len(dirs)} run(s) into {output}: {c['done']} episodes, {c['failed']} failed "
+                    f"({manifest['status']})")
+    if report:
+        from sparring.engine.run import _report
+
+        _report(Path(output), Console())
+
+
+def report(run_dir: Path = typer.Argument(..., help="A run directory.")) -> None:
+    """Write stats.json, episodes.csv, plots and report.html for a run."""
+    from rich.console import Console
+
+    from sparring.errors import SparringError
+
+    if not (run_dir / "episodes.jsonl").is_file():
+        raise SparringError(f"{run_dir} is not a run directory (no episodes.jsonl)")
+    try:
+        from sparring.analysis.report import write_report
+    except ImportError as e:
+        raise SparringError(f"the report module is unavailable: {e}") from None
+    Console().print(f"report: {write_report(run_dir)}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `run`, `merge` and `report` to the root `sparring` app."""
+    app.command("run")(run)
+    app.command("merge")(merge)
+    app.command("report")(report)
+
+
+def script_main(family: str, prog: str, argv: list[str] | None = None) -> None:
+    """Body of scripts/run_debate.py and scripts/run_negotiation.py (`--configuration NAME`)."""
+    from pydantic import ValidationError
+
+    from sparring.errors import SparringError
+
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+    @app.command(help=f"Run a {family} experiment by configuration name; resumable with --resume.")
+    def main(
+        configuration: str = typer.Option(None, "--configuration", "-c", help="Configuration name or YAML path."),
+        num_iters: int | None = NumIters, dry_run: bool = DryRun, resume: str | None = Resume,
+        retry_failed: bool = RetryFailed, shard: str | None = ShardOpt, output_dir: str | None = OutputDir,
+        models_file: str | None = ModelsFile, max_live: int | None = MaxLive, workers: str | None = Workers,
+        seed: int | None = Seed, run_name: str | None = RunName, quiet: bool = Quiet, no_report: bool = NoReport,
+    ) -> None:
+        _run(configuration, family=family, num_iters=num_iters, dry_run=dry_run, resume=resume,
+             retry_failed=retry_failed, shard=shard, output_dir=output_dir, models_file=models_file,
+             max_live=max_live, workers=_workers(workers), seed=seed, run_name=run_name, quiet=quiet,
+             no_report=no_report)
+
+    debug = os.environ.get("SPARRING_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
+    try:
+        app(args=argv, prog_name=prog, standalone_mode=True)
+    except (SparringError, ValidationError) as err:
+        if debug:
+            raise
+        from sparring.cli.common import print_error
+
+        print_error(err)
+        sys.exit(EXIT_USER_ERROR)
+    except KeyboardInterrupt:
+        sys.exit(EXIT_INTERRUPTED)

@@ -1,0 +1,1 @@
+"""The engine: config + loader, schedule, runner, episode driver, workers, shards, play API."""

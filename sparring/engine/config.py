@@ -1,0 +1,116 @@
+"""Experiment config schema (one YAML file per experiment under `configs/experiments/`).
+
+Only the shape is checked here; cross-references (the game's own `game_args`, each agent against
+its role's `Config`, agent names used by the tournament, models and prompt sets) are resolved by
+`sparring.engine.loader`, which knows the registries and names the offending key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from sparring.errors import ConfigError
+from sparring.games.base import DatasetConfig
+from sparring.records import store
+from sparring.records.files import CONFIG
+from sparring.types import Strict
+
+TournamentType = Literal["self_play", "round_robin", "custom", "capped", "swiss", "replicate"]
+
+
+class TournamentConfig(Strict):
+    """Who plays whom. `participants` fill the non-judge seats; `judges` the judge seat."""
+
+    type: TournamentType = "self_play"
+    participants: list[str] = Field(default_factory=list)
+    judges: list[str] = Field(default_factory=list, description="several judges form one panel seat")
+    matchups: list[list[str]] = Field(default_factory=list, description="custom: [[a, b], ...]")
+    self_pairs: bool = Field(False, description="round_robin/capped/swiss: also play a vs a")
+    flip: bool = Field(False, description="also play every episode mirrored (sides / seat order swapped)")
+    repeats: int = Field(1, ge=1)
+    rounds: int = Field(3, ge=1, description="swiss: number of rounds")
+    source_run: str | None = Field(None, description="replicate: run directory whose transcripts are re-judged")
+
+    @model_validator(mode="after")
+    def _check(self) -> TournamentConfig:
+        if self.type == "custom" and not self.matchups:
+            raise ValueError("type 'custom' needs 'matchups' (e.g. [[alice, bob]])")
+        if self.type != "custom" and self.matchups:
+            raise ValueError(f"'matchups' is only used by type 'custom' (type is {self.type!r})")
+        if self.type == "replicate" and not self.source_run:
+            raise ValueError("type 'replicate' needs 'source_run' (a run directory)")
+        if self.type != "replicate" and self.source_run:
+            raise ValueError(f"'source_run' is only used by type 'replicate' (type is {self.type!r})")
+        return self
+
+
+class RunConfig(Strict):
+    seed: int = 0
+    max_live: int = Field(64, ge=1, description="episodes advanced side by side (batch width)")
+    output_dir: str | None = Field(None, description="parent of run directories (default $SPARRING_RUNS_DIR or runs/)")
+    name: str | None = Field(None, description="fixed run directory name: rerunning resumes it")
+    num_iters: int | None = Field(None, ge=1, description="use at most this many instances")
+    workers: int | Literal["auto"] = Field(
+        1, description="engine processes (auto = one per CPU); for scripted/replay/API models, "
+                       "when the engine, not the model, is the bottleneck")
+    worker_start: Literal["auto", "fork", "spawn"] = Field(
+        "auto", description="how workers start: auto = fork where safe (Linux, no threads, no torch "
+                            "imported), else spawn")
+
+    @field_validator("workers")
+    @classmethod
+    def _workers(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and v < 1:
+            raise ValueError("workers must be >= 1 or 'auto'")
+        return v
+
+
+class ExperimentConfig(Strict):
+    name: str = Field("", description="default: the file stem")
+    description: str = ""
+    game: str = ""
+    game_args: dict[str, Any] = Field(default_factory=dict)
+    dataset: DatasetConfig | None = None
+    models_file: str | None = None
+    prompt_files: list[str] = Field(default_factory=list)
+    agents: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    tournament: TournamentConfig = Field(default_factory=TournamentConfig)
+    run: RunConfig = Field(default_factory=RunConfig)
+
+
+# Keys that may differ between runs of the same experiment (shards, resumes, merges).
+_VOLATILE_RUN_KEYS = ("max_live", "output_dir", "name", "num_iters", "workers", "worker_start")
+
+
+def identity(config: ExperimentConfig) -> dict[str, Any]:
+    """The part of a config that decides what is played (and so what episode ids mean)."""
+    data = config.model_dump(mode="json")
+    for key in _VOLATILE_RUN_KEYS:
+        data["run"].pop(key, None)
+    # Paths are machine-specific (shards run on different machines); what they point at is not hashed.
+    for key in ("description", "models_file", "prompt_files"):
+        data.pop(key, None)
+    return data
+
+
+def config_hash(config: ExperimentConfig) -> str:
+    """Equal hashes => the same experiment: runs can be resumed into each other and merged."""
+    return store.config_hash(config, identity)
+
+
+def open_store(run_dir: str | Path, config: ExperimentConfig, *, create: bool = True) -> store.RunStore:
+    """The run directory of `config`, opened for appending (resume = the same experiment)."""
+    return store.RunStore(run_dir, config, identity, create=create)
+
+
+def read_config(run_dir: str | Path) -> ExperimentConfig:
+    """The resolved configuration stored in a run directory."""
+    from sparring.config_io import load_yaml_model
+
+    path = Path(run_dir) / CONFIG
+    if not path.is_file():
+        raise ConfigError("not a run directory (no config.yaml)", file=str(path))
+    return load_yaml_model(ExperimentConfig, path)

@@ -1,0 +1,226 @@
+"""Plays one episode as a generator of model calls: game rules + seated agents, fully recorded.
+
+The runner advances many of these side by side and batches their calls. This module knows no
+game: it asks the game who acts and what they see, asks agents to act, and records everything.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from functools import cached_property
+from typing import Any
+
+from pydantic import ConfigDict, Field
+
+from sparring.agents.base import Agent, AgentGen, TurnContext, gather, unwrap
+from sparring.engine.lookahead import GameLookahead
+from sparring.errors import EpisodeAbort
+from sparring.games.base import Action, Game, Instance, Seat
+from sparring.records.record import CallRecord, EpisodeRecord, SeatRecord, episode_id
+from sparring.types import GenerateRequest, Strict, new
+
+MAX_REJECTIONS = 50  # engine-level guard if a game keeps rejecting without ever aborting
+
+
+class EpisodeJob(Strict):
+    """One scheduled episode. `seats` maps game player ids to agent names.
+
+    Frozen: the id is a hash of the fields, computed once (schedules, shards, resume and the
+    driver all ask for it) and cached.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    experiment: str
+    instance_id: str
+    seats: dict[str, str]
+    seed: int
+    repeat: int = 0
+    flip: bool = False
+    matchup: str = ""
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @cached_property
+    def id(self) -> str:
+        return episode_id(self.experiment, self.instance_id, self.seats, self.seed, self.repeat, self.flip)
+
+
+class EpisodeFailed(Exception):
+    """Carries the partial record of an episode that raised, so the failure is stored whole."""
+
+    def __init__(self, record: EpisodeRecord, cause: BaseException):
+        super().__init__(str(cause))
+        self.record, self.cause = record, cause
+
+
+class EpisodeDriver:
+    """Runs one job. Call `run()` to get the generator the runner advances."""
+
+    def __init__(self, game: Game, job: EpisodeJob, instance: Instance, agents: dict[str, Agent],
+                 models: Callable[[str], str] | None = None):
+        self.game, self.job, self.instance, self.agents = game, job, instance, agents
+        self.rng = random.Random(job.seed)
+        self.id = job.id  # hashing is not free: computed once, not per turn
+        # Labels on every request: replay backends route by matchup/repeat (replicate tournaments).
+        self.labels = {"matchup": job.matchup, "repeat": job.repeat}
+        roles = game.players()
+        self.roles = roles
+        self.seat_agents = {p: agents[a] for p, a in job.seats.items()}
+        missing = [p for p in roles if p not in self.seat_agents]
+        if missing:
+            raise EpisodeAbort(f"no agent seated for player(s) {', '.join(missing)}")
+        # Seats whose agents look ahead (best-of-N): they get forks of the game at their turns.
+        self.lookahead = {p for p, a in self.seat_agents.items()
+                          if getattr(a.config, "best_of_n", None) is not None}
+        self.calls: list[CallRecord] = []
+        self.turns: dict[tuple[str, str], int] = {}
+        self.moves = 0  # actions submitted to the game so far (the `turn` of each call record)
+        self.state: Any = None
+
+    # -- recording --------------------------------------------------------------------------
+    def _record(self, gen: AgentGen, player: str) -> AgentGen:
+        """Pass calls through, logging each call with its result into `self.calls`."""
+        try:
+            calls = gen.send(None)
+            while True:
+                results = yield calls
+                for call, res in zip(calls, results, strict=False):
+                    self.calls.append(_call_record(call, res, player))
+                calls = gen.send(results)
+        except StopIteration as stop:
+            return stop.value
+
+    def record(self, status: str, error: str | None = None, started: float = 0.0) -> EpisodeRecord:
+        game, job = self.game, self.job
+        outcome = game.outcome(self.state) if (self.state is not None and status != "failed") else None
+        tokens: dict[str, list[int]] = {}
+        for c in self.calls:
+            t = tokens.setdefault(c.model, [0, 0])
+            for comp in c.completions or ():
+                t[0] += comp.usage.prompt_tokens
+                t[1] += comp.usage.completion_tokens
+        usage = {m: {"prompt_tokens": p, "completion_tokens": n} for m, (p, n) in tokens.items()}
+        return new(
+            EpisodeRecord,
+            id=self.id, experiment=job.experiment, game=game.name, instance_id=job.instance_id,
+            instance=game.instance_summary(self.instance),
+            seats={p: _seat_record(self.agents[a], self.roles.get(p, "?")) for p, a in job.seats.items()},
+            seed=job.seed, repeat=job.repeat, flip=job.flip, matchup=job.matchup,
+            status=status if outcome is None or outcome.status == "complete" else "aborted",
+            outcome=outcome, events=game.events(self.state) if self.state is not None else [],
+            calls=self.calls, state=game.record_state(self.state) if self.state is not None else {},
+            error=error, started_at=started, duration_s=time.time() - started if started else 0.0,
+            usage=usage)
+
+    # -- play -------------------------------------------------------------------------------
+    def run(self) -> AgentGen:
+        started = time.time()
+        seats = {p: _seat(p, a) for p, a in self.seat_agents.items()}
+        try:
+            self.state = self.game.reset(self.instance, seats, self.rng, flip=self.job.flip)
+            while not self.game.is_over(self.state):
+                players = self.game.to_act(self.state)
+                if not players:
+                    raise EpisodeAbort("game is not over but nobody is to act")
+                if len(players) == 1:  # the common case: no need for gather's bookkeeping
+                    yield from self._turn(players[0])
+                else:
+                    yield from gather([self._turn(p) for p in players])
+        except Exception as e:  # one bad episode never stops the run
+            raise EpisodeFailed(self.record("failed", f"{type(e).__name__}: {e}", started), e) from e
+        return self.record("complete", None, started)
+
+    def _turn(self, player: str) -> AgentGen:
+        agent = self.seat_agents[player]
+        for _ in range(MAX_REJECTIONS):
+            spec = self.game.action_spec(self.state, player)
+            key = (player, spec.tag)
+            ctx = TurnContext(player=player, role=self.roles[player],
+                              observation=self.game.observation(self.state, player), spec=spec,
+                              seed=self.rng.getrandbits(64), episode_id=self.id,
+                              instance_id=self.job.instance_id, flip=self.job.flip,
+                              turn=self.turns.get(key, 0), labels=self.labels,
+                              lookahead=self._lookahead(player) if player in self.lookahead else None)
+            first = len(self.calls)
+            action = yield from self._record(agent.act(ctx), player)
+            if "candidates" in action.meta:  # best-of-N: mark which candidate was kept
+                _mark_candidates(self.calls[first:], action)
+            fb = self.game.act(self.state, player, action)
+            for c in self.calls[first:]:
+                c.turn = self.moves
+            self.moves += 1
+            if fb.accepted:
+                self.turns[key] = self.turns.get(key, 0) + 1
+                return
+            for c in self.calls[first:]:  # an invalid reply, corrected or aborting: never trained on
+                c.rejected = True
+                c.meta["correction"] = fb.correction
+                if fb.abort:
+                    c.meta["abort"] = fb.abort
+            if fb.abort or self.game.is_over(self.state):
+                self.turns[key] = self.turns.get(key, 0) + 1
+                return
+        raise EpisodeAbort(f"{player}: {MAX_REJECTIONS} rejected actions in a row")
+
+    def _lookahead(self, player: str) -> GameLookahead:
+        return GameLookahead(self.game, self.state, player, self.seat_agents, self.roles, self.rng,
+                             self.id, self.job.instance_id, self.job.flip, self.labels)
+
+
+def _seat(player: str, agent: Agent) -> Seat:
+    """The game's view of a seat; one object per (agent, player), reused by every episode."""
+    cache = agent.__dict__.setdefault("_seats", {})
+    seat = cache.get(player)
+    if seat is None or seat.prompts is not agent.prompts:
+        sp = getattr(agent.config, "scratchpad", None)
+        seat = cache[player] = Seat(player=player, agent=agent.name, prompts=agent.prompts,
+                                    scratchpad=bool(sp and sp.enabled))
+    return seat
+
+
+def _seat_record(agent: Agent, role: str) -> SeatRecord:
+    """Who sat where, for the record; one object per (agent, role), reused by every episode."""
+    cache = agent.__dict__.setdefault("_seat_records", {})
+    rec = cache.get(role)
+    if rec is None or rec.model != agent.model or rec.prompt_set != agent.prompts.name:
+        rec = cache[role] = SeatRecord(agent=agent.name, model=agent.model, role=role,
+                                       prompt_set=agent.prompts.name)
+    return rec
+
+
+def _call_record(call: Any, res: Any, player: str) -> CallRecord:
+    """One CallRecord, validated in a single call (faster than model_construct or assigning
+    attributes after construction; this runs once per model call)."""
+    req = call.request
+    meta = {k: v for k, v in call.meta.items() if k not in ("player", "tag")}
+    purpose = req.context.get("purpose")
+    if purpose:
+        meta["purpose"] = purpose
+    fields: dict[str, Any] = {}
+    if isinstance(req, GenerateRequest):
+        fields["sampling"] = req.sampling
+    else:
+        fields["options"] = req.options
+    if isinstance(res, BaseException):
+        fields["error"] = f"{type(res).__name__}: {res}"
+    elif call.op == "generate":
+        fields["completions"] = res  # validated into Completions by CallRecord, like every field
+    else:
+        fields["logprobs"] = [float(x) for x in unwrap(res)]
+    return new(CallRecord, player=call.meta.get("player", player), tag=call.meta.get("tag", ""),
+               model=call.model, op=call.op, messages=req.messages, assistant_prefix=req.assistant_prefix,
+               meta=meta, **fields)
+
+
+def _mark_candidates(calls: list[CallRecord], action: Action) -> None:
+    """Mark which sampled candidate was kept (best-of-N) on the call that produced them."""
+    if "candidates" not in action.meta:
+        return
+    n = len(action.meta["candidates"])
+    for c in calls:
+        if c.op == "generate" and c.completions and len(c.completions) == n and c.meta.get("purpose") is None:
+            if c.tag not in ("scratchpad", "bon_opponent"):
+                c.chosen = action.meta["chosen"]
+                c.candidate_scores = list(action.meta["candidate_scores"])
+                break

@@ -1,0 +1,193 @@
+"""Run an experiment: load -> resolve -> schedule -> shard -> skip stored -> play -> store -> report.
+
+Entry points (`scripts/run_debate.py`, `scripts/run_negotiation.py`, `sparring run`) are thin
+wrappers around `run_experiment`. Models are loaded before the first episode so that a broken
+model fails the command at once instead of recording every episode as failed; `--dry-run` stops
+before that and never loads weights. Ctrl-C stops admitting episodes and lets the live ones
+finish (a second Ctrl-C stops at once); whatever was stored stays, and the same command resumes.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from sparring.engine.config import open_store
+from sparring.engine.episode import EpisodeJob
+from sparring.engine.loader import build_agents
+from sparring.engine.plan import Plan, RunOptions, RunResult, describe, models_to_load, prepare
+from sparring.engine.play import InProcessRunner
+from sparring.engine.progress import RunProgress, print_plan, print_summary
+from sparring.engine.runner import EpisodeRunner, sparse_gc
+from sparring.engine.shard import select, shard_label
+from sparring.engine.workers import ParallelRunner, resolve_workers
+from sparring.errors import ConfigError, SparringError
+from sparring.records.reader import iter_records
+from sparring.records.record import EpisodeRecord
+from sparring.records.store import RunStore
+
+__all__ = ["Plan", "RunOptions", "RunResult", "describe", "prepare", "run_experiment"]
+
+
+class _Session:
+    """Counters of this invocation, fed by the store's group commits."""
+
+    def __init__(self) -> None:
+        self.done = self.aborted = self.failed = self.skipped = 0
+        self.started = time.time()
+        self.load_s = 0.0
+
+
+def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: Any = None) -> RunResult:
+    console = console or Console()
+    with sparse_gc():
+        plan = prepare(opts)
+    exp = plan.exp
+    if opts.dry_run:
+        info = describe(plan)
+        print_plan(console, info)
+        return RunResult(run_dir=None, status="dry-run", plan=info)
+
+    from sparring.models.pool import ModelPool
+
+    workers = resolve_workers(exp.config.run.workers)
+    if workers > 1 and pool is not None:
+        raise ConfigError("run.workers > 1 builds models inside each worker; it cannot use a model pool "
+                          "passed in by the caller")
+    store = open_store(plan.run_dir, exp.config)
+    own_pool = pool is None
+    pool = ModelPool(exp.specs) if pool is None else pool
+    session = _Session()
+    runner: EpisodeRunner | None = None
+    status = "incomplete"
+    try:
+        if workers > 1:  # start them now: they load their models while the schedule is built
+            if not opts.quiet:
+                console.print(f"starting {workers} worker processes (each loads its own models) ...")
+            runner = ParallelRunner(opts, workers, store, plan, start=exp.config.run.worker_start)
+        for alias, model in plan.extra_models.items():
+            pool.add(alias, model)
+        agents = build_agents(exp)
+        # With workers, each worker loads its own models (and a broken one fails them all at once).
+        for alias in models_to_load(plan) if workers == 1 else []:
+            if not opts.quiet:
+                console.print(f"loading model {alias} ...")
+            pool.get(alias)
+        session.load_s = time.time() - session.started
+        session.started = time.time()
+        with sparse_gc():
+            first = plan.schedule.jobs(1, {})
+        total = _total(plan, first)
+        store.write_manifest(status="running", schedule={"total": total["all"], "shard": shard_label(plan.shard),
+                                                          "in_shard": total["in_shard"]})
+        interrupted = False
+        with RunProgress(total["in_shard"], console=console, enabled=not opts.quiet,
+                         description=exp.name) as bar:
+            if runner is None:
+                runner = InProcessRunner(exp, plan.instances, agents, pool.get, on_done=store.add_done,
+                                         on_failed=store.add_failed)
+            runner.on_tick = _committer(store, session, runner, bar)
+            with _sigint(runner, console):
+                results: dict[str, EpisodeRecord] = {}
+                for rnd in range(1, plan.schedule.rounds + 1):
+                    if plan.schedule.swiss and rnd > 1:
+                        results = {r.id: r for r in iter_records(plan.run_dir, transcripts=False)}
+                    jobs = select(first if rnd == 1 else plan.schedule.jobs(rnd, results), plan.shard)
+                    todo = [j for j in jobs if j.id not in store.done
+                            and (opts.retry_failed or j.id not in store.failed)]
+                    session.skipped += len(jobs) - len(todo)
+                    bar.update(session.skipped + session.done, session.failed, runner.stats.tokens_per_s)
+                    runner.run(todo)
+                    if runner.draining:
+                        interrupted = True
+                        break
+        status = "interrupted" if interrupted else ("incomplete" if runner.errors else "complete")
+    except KeyboardInterrupt:
+        status = "interrupted"
+    finally:
+        if runner is not None:
+            runner.close()
+        store.close(status=status)
+        if own_pool:
+            pool.close()
+    wall = time.time() - session.started
+    tokens = runner.stats.completion_tokens if runner else 0
+    counts = store.counts()
+    summary = {"experiment": exp.name, "done": session.done, "aborted": session.aborted, "failed": session.failed,
+               "skipped": session.skipped, "stored_done": counts["done"], "stored_failed": counts["failed"],
+               "tokens": tokens, "tokens_per_s": tokens / max(wall, 1e-9),
+               "episodes_per_s": (session.done + session.failed) / max(wall, 1e-9), "wall_s": wall,
+               "load_s": session.load_s,
+               "status": status, "run_dir": str(plan.run_dir)}
+    if runner is not None and runner.errors:
+        summary["worker_errors"] = list(runner.errors)
+    if not opts.quiet:
+        print_summary(console, summary)
+    for err in summary.get("worker_errors", []):
+        console.print(f"[red]{err}[/red]")
+    if summary.get("worker_errors") and session.done + session.failed == 0:
+        raise SparringError(f"every worker failed before storing an episode; first error: {summary['worker_errors'][0]}")
+    if status == "interrupted":
+        console.print(f"[yellow]interrupted; stored episodes are safe. Resume with --resume {plan.run_dir}[/yellow]")
+    report = _report(plan.run_dir, console) if opts.report and status != "interrupted" else None
+    return RunResult(run_dir=plan.run_dir, status=status, summary=summary, report=report)
+
+
+def _total(plan: Plan, first: list[EpisodeJob]) -> dict[str, int]:
+    rounds = plan.schedule.rounds
+    return {"all": len(first) * rounds, "in_shard": len(select(first, plan.shard)) * rounds}
+
+
+def _committer(store: RunStore, session: _Session, runner: EpisodeRunner, bar: RunProgress):
+    def commit() -> None:
+        for rec in store.commit():
+            if rec.status == "failed":
+                session.failed += 1
+            else:
+                session.done += 1
+                session.aborted += rec.status == "aborted"
+        bar.update(session.skipped + session.done, session.failed, runner.stats.tokens_per_s)
+
+    return commit
+
+
+class _sigint:
+    """First Ctrl-C: stop admitting, finish live episodes. Second: stop now (KeyboardInterrupt)."""
+
+    def __init__(self, runner: EpisodeRunner, console: Console):
+        self.runner, self.console, self.previous = runner, console, None
+
+    def __enter__(self) -> _sigint:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.runner.draining:
+            raise KeyboardInterrupt
+        self.runner.stop_admitting()
+        self.console.print("[yellow]stopping: finishing live episodes (Ctrl-C again to stop now)[/yellow]")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+
+def _report(run_dir: Path, console: Console) -> Path | None:
+    """Write the report if the report module is available; a failing report never loses the run."""
+    try:
+        from sparring.analysis.report import write_report
+    except ImportError:
+        return None
+    try:
+        path = write_report(run_dir)
+    except Exception as e:  # noqa: BLE001 — the run is stored; the report can be redone
+        console.print(f"[yellow]report failed ({type(e).__name__}: {e}); retry with `sparring report {run_dir}`[/yellow]")
+        return None
+    console.print(f"report: {path}")
+    return path

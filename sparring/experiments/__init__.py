@@ -1,1 +1,0 @@
-"""Engine: config schema + loader, schedulers, batched runner, store, metrics, ratings, report."""
