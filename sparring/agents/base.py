@@ -128,7 +128,7 @@ class Agent(ABC):
                  prefix: str = "", sampling: Sampling | None = None) -> AgentGen:
         """Yield one generate call; return its list of n completions."""
         base = sampling or self.sampling
-        s = variant(base, n=_positive(n), seed=self.seed_for(ctx))
+        s = variant(base, n=n, seed=self.seed_for(ctx))
         req = new(GenerateRequest, messages=messages, sampling=s, assistant_prefix=prefix,
                   adapter=self.config.adapter, context=ctx.request_context(tag))
         (res,) = yield [ModelCall(model=self.model, op="generate", request=req,
@@ -144,13 +144,6 @@ class Agent(ABC):
         (res,) = yield [ModelCall(model=self.model, op="score", request=req,
                                   meta={"player": ctx.player, "tag": tag, "agent": self.name})]
         return res
-
-
-def _positive(n: int) -> int:
-    """The candidate count of a request (the copy of the sampling settings is not re-validated)."""
-    if type(n) is not int or n < 1:
-        raise ValueError(f"n (completions per request) must be a positive integer, got {n!r}")
-    return n
 
 
 def gather(gens: list[AgentGen]) -> AgentGen:

@@ -18,9 +18,8 @@ from typing import Any
 
 from sparring.engine.episode import EpisodeJob
 from sparring.engine.loader import Experiment, panel_name
-from sparring.records.record import EpisodeIds, EpisodeRecord
+from sparring.records.record import EpisodeRecord
 from sparring.stable_json import stable_dumps
-from sparring.types import new, variant
 
 Matchup = tuple[str, ...]
 
@@ -116,24 +115,14 @@ class Schedule:
         run_seed = exp.config.run.seed
         flips = (False, True) if t.flip else (False,)
         meta = {} if swiss_round is None else {"round": swiss_round}
-        ids = EpisodeIds(exp.name, seats)
-        proto: EpisodeJob | None = None
         out = []
         for iid in instance_ids:
             for r in range(t.repeats):
                 parts: tuple = (run_seed, iid, r) if swiss_round is None else (run_seed, iid, r, "swiss", swiss_round)
                 seed = derive_seed(*parts)
                 for flip in flips:
-                    if proto is None or type(iid) is not str:
-                        job = new(EpisodeJob, experiment=exp.name, instance_id=iid, seats=seats,
-                                  seed=seed, repeat=r, flip=flip, matchup=name, meta=meta)
-                        if proto is None:  # a copy that never gets a cached id: `variant` copies it whole
-                            proto = variant(job)
-                    else:  # a matchup's jobs differ only in these (validated once, in the prototype)
-                        job = variant(proto, instance_id=iid, seed=seed, repeat=r, flip=flip)
-                    # the id, computed the cheap way for a whole matchup, fills the cached property
-                    job.__dict__["id"] = ids(iid, seed, r, flip)
-                    out.append(job)
+                    out.append(EpisodeJob(experiment=exp.name, instance_id=iid, seats=seats, seed=seed,
+                                          repeat=r, flip=flip, matchup=name, meta=meta))
         return out
 
     # -- swiss ---------------------------------------------------------------------------------

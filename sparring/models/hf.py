@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
@@ -20,6 +21,8 @@ from pydantic import Field, model_validator
 from sparring.errors import BackendError, ConfigError, ContextOverflowError, UnknownNameError
 from sparring.models.base import Model, register_backend
 from sparring.types import Completion, GenerateRequest, Message, ScoreRequest
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from sparring.models.hf_score import Row
@@ -123,7 +126,57 @@ class HFModel(Model):
         self.kv_layers = self._plain_kv_layers()
         self.prefix_cache = (PrefixCache(self.args.prefix_cache_mb * 2**20)
                              if self.kv_layers and self.args.prefix_cache_mb else None)
-        self._weights_seen: tuple[int, int] | None = None
+        if self.prefix_cache is not None and not self._prefix_cache_works():
+            log.info("%s: the prefix cache gives different results with this model / transformers version; "
+                     "running without it", self.name)
+            self.prefix_cache = None
+        self._watch_weights()
+
+    def _prefix_cache_works(self) -> bool:
+        """Checked at load: greedy generation and scores with the cache (a prompt extending a cached
+        one) must equal the plain path's. A model or library version where the cache's use of
+        transformers does not hold falls back to the plain path instead of returning wrong text."""
+        from sparring.types import Sampling, ScoreRequest
+
+        sampling = Sampling(max_new_tokens=3)
+        first = [Message(role="user", content="Count on: one, two, three,")]
+        longer = first + [Message(role="assistant", content="four, five"), Message(role="user", content="And on?")]
+        reqs = [GenerateRequest(messages=m, sampling=sampling) for m in (first, longer)]
+        score = ScoreRequest(messages=longer, options=[" six", " ten"])
+        cache, self.prefix_cache = self.prefix_cache, None
+        try:
+            want, want_scores = self.generate(reqs), self.score([score])
+            self.prefix_cache = cache
+            self.generate(reqs[:1])  # fills the cache; the next calls extend what it holds
+            got, got_scores = self.generate(reqs), self.score([score])
+        except Exception as e:  # noqa: BLE001 — any failure means: do not use the cache
+            log.debug("prefix cache check failed: %s: %s", type(e).__name__, e)
+            return False
+        finally:
+            if cache is not None:
+                cache.clear()
+                cache.hits = cache.misses = 0
+        same_text = [c[0].token_ids for c in got] == [c[0].token_ids for c in want]
+        close = all(abs(a - b) <= 1e-3 for a, b in zip(got_scores[0], want_scores[0], strict=True))
+        return same_text and close
+
+    def _watch_weights(self) -> None:
+        """Empty the prefix cache whenever the weights change: after any optimizer step (a trainer
+        updating this model in this process) and after `load_state_dict`, through torch's public
+        hooks (held weakly, removed by `close`)."""
+        import weakref
+
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+
+        me = weakref.ref(self)
+
+        def changed(*_: Any) -> None:
+            model = me()
+            if model is not None:
+                model.clear_prefix_cache()
+
+        self._hooks = [register_optimizer_step_post_hook(changed),
+                       self.model.register_load_state_dict_post_hook(changed)]
 
     def _plain_kv_layers(self) -> int | None:
         """The decoder layer count when the model keeps plain per-layer key/value states, which
@@ -145,15 +198,11 @@ class HFModel(Model):
             self.prefix_cache.clear()
 
     def _prefix(self, adapter: str):
-        """The prefix cache for this call, emptied first if any parameter changed since the last."""
-        from sparring.models.hf_prefix import PrefixContext, weights_version
+        """The prefix cache for this call (None when disabled)."""
+        from sparring.models.hf_prefix import PrefixContext
 
         if self.prefix_cache is None:
             return None
-        version = weights_version(self.model)
-        if version != self._weights_seen:
-            self.prefix_cache.clear()
-            self._weights_seen = version
         return PrefixContext(self.prefix_cache, adapter, self.args.max_batch_size, self.kv_layers)
 
     def close(self) -> None:
@@ -163,6 +212,9 @@ class HFModel(Model):
 
             self.model = self.base_model = None
             self.clear_prefix_cache()
+            for hook in getattr(self, "_hooks", []):
+                hook.remove()
+            self._hooks = []
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
 

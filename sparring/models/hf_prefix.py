@@ -150,16 +150,6 @@ class PrefixCache:
                 leaves.insert(i, parent)
 
 
-def weights_version(model) -> tuple[int, int]:
-    """Changes whenever a parameter is modified in place (optimizer step, load_state_dict) or
-    parameters are added (a loaded adapter): cached states are then stale."""
-    count = total = 0
-    for p in model.parameters():
-        count += 1
-        total += p._version
-    return count, total
-
-
 MIN_HIT = 16  # a shorter cached prefix (a chat header) is not worth the copies; compute it instead
 
 

@@ -18,7 +18,6 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -32,21 +31,8 @@ PROB_FLOOR = 1e-9
 _WORD = re.compile(r"\S+")
 
 
-_MEMO_CHARS = 4096  # longer texts are counted without the memo (see count_tokens)
-
-
 def count_tokens(text: str) -> int:
-    """Whitespace tokens: the usage unit of backends without a tokenizer.
-
-    Short texts (rules, instructions, speeches) are memoised: they are counted on every turn of
-    every episode. Long ones (a story-sized prompt, unique per question and seat) are counted
-    afresh, so that the memo cannot keep thousands of stories alive.
-    """
-    return _count_short(text) if len(text) <= _MEMO_CHARS else len(text.split())
-
-
-@lru_cache(maxsize=8192)
-def _count_short(text: str) -> int:
+    """Whitespace tokens: the usage unit of backends without a tokenizer."""
     return len(text.split())
 
 

@@ -86,8 +86,7 @@ class PromptSet:
                                   file=self.source, key=f"templates.{tag}") from None
         tmpl = self._compiled[key]
         try:
-            ctx = tmpl.new_context({**_GLOBALS, **variables}, shared=True)
-            return _ENV.concat(tmpl.root_render_func(ctx)).strip()
+            return tmpl.render({**_GLOBALS, **variables}).strip()
         except jinja2.UndefinedError as e:
             raise ConfigError(f"template {tag!r} of prompt set {self.name!r}: {e.message}; "
                               f"variables given: {', '.join(sorted(variables))}", file=self.source) from None

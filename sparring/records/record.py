@@ -7,7 +7,6 @@ was shown (messages) and what it returned; `events` hold the game's public/priva
 from __future__ import annotations
 
 import hashlib
-from json.encoder import encode_basestring_ascii
 from typing import Any, Literal
 
 from pydantic import Field
@@ -90,28 +89,10 @@ def without_transcript(obj: Any) -> Any:
 
 def episode_id(experiment: str, instance_id: str, seats: dict[str, str], seed: int, repeat: int,
                flip: bool) -> str:
-    """Deterministic id: the same scheduled episode always gets the same id (resume = skip ids)."""
-    return EpisodeIds(experiment, seats)(instance_id, seed, repeat, flip)
+    """Deterministic id: the same scheduled episode always gets the same id (resume = skip ids).
 
-
-class EpisodeIds:
-    """`episode_id` for many jobs of one (experiment, seats): the shared parts are encoded once.
-
-    The id hashes `stable_dumps([experiment, instance_id, sorted seats, seed, repeat, flip])`. A
-    schedule asks for tens of thousands of ids before the first episode can start, so the usual
-    types (str, int, bool) are formatted straight into that JSON, about 5x cheaper per id.
+    A hash of `stable_dumps([experiment, instance_id, sorted seats, seed, repeat, flip])`; stored
+    runs depend on this exact encoding, so it never changes.
     """
-
-    def __init__(self, experiment: str, seats: dict[str, str]):
-        self.experiment, self._seat_items = experiment, sorted(seats.items())
-        self._seats = stable_dumps(self._seat_items)
-        self._head = f"[{stable_dumps(experiment)}, " if type(experiment) is str else None
-
-    def __call__(self, instance_id: str, seed: int, repeat: int, flip: bool) -> str:
-        if (self._head is None or type(instance_id) is not str or type(seed) is not int
-                or type(repeat) is not int or type(flip) is not bool):
-            key = stable_dumps([self.experiment, instance_id, self._seat_items, seed, repeat, flip])
-        else:
-            key = (f"{self._head}{encode_basestring_ascii(instance_id)}, {self._seats}, {seed}, {repeat}, "
-                   f"{'true' if flip else 'false'}]")
-        return hashlib.sha256(key.encode()).hexdigest()[:16]
+    key = stable_dumps([experiment, instance_id, sorted(seats.items()), seed, repeat, flip])
+    return hashlib.sha256(key.encode()).hexdigest()[:16]

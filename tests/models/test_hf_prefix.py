@@ -112,9 +112,10 @@ def test_changed_weights_never_reuse_stale_states(tiny_objects):
     cached = HFModel.from_objects(model, tokenizer)
     request = GenerateRequest(messages=[Message(role="user", content=STORY)], sampling=Sampling(max_new_tokens=8))
     cached.generate([request])
-    with torch.no_grad():  # what an optimizer step does: parameters change in place
-        for p in model.parameters():
-            p.mul_(1.5)
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)  # a training step changes parameters in place
+    for p in model.parameters():
+        p.grad = torch.ones_like(p)
+    opt.step()
     after = cached.generate([request])[0][0]
     fresh = HFModel.from_objects(model, tokenizer, prefix_cache_mb=0).generate([request])[0][0]
     assert after.token_ids == fresh.token_ids
@@ -154,3 +155,37 @@ def test_preallocated_cache_supports_beam_search(tiny_objects):
         want = model.generate(ids, **kwargs)
         got = model.generate(ids, past_key_values=PreallocatedCache(model.config.num_hidden_layers, 8), **kwargs)
     assert got.tolist() == want.tolist()
+
+
+def test_loaded_weights_never_reuse_stale_states(tiny_objects):
+    from sparring.models.tiny import tiny_model
+
+    model, tokenizer = tiny_model(seed=0)
+    cached = HFModel.from_objects(model, tokenizer)
+    request = GenerateRequest(messages=[Message(role="user", content=STORY)], sampling=Sampling(max_new_tokens=8))
+    cached.generate([request])
+    other, _ = tiny_model(seed=1)
+    model.load_state_dict(other.state_dict())
+    after = cached.generate([request])[0][0]
+    fresh = HFModel.from_objects(model, tokenizer, prefix_cache_mb=0).generate([request])[0][0]
+    assert after.token_ids == fresh.token_ids
+
+
+def test_the_prefix_cache_is_checked_at_load_and_falls_back_when_it_would_differ(tiny_objects, monkeypatch, caplog):
+    """A model or library version where the cache would change results runs the plain path."""
+    from sparring.models import hf_prefix
+
+    model, tokenizer = tiny_objects
+    assert HFModel.from_objects(model, tokenizer).prefix_cache is not None  # works on this stack
+    real = hf_prefix.PrefixContext
+
+    class Broken(real):  # a cache that hands back wrong states, as an incompatible version would
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            raise RuntimeError("cache layout not understood")
+
+    monkeypatch.setattr(hf_prefix, "PrefixContext", Broken)
+    with caplog.at_level("INFO"):
+        fallback = HFModel.from_objects(model, tokenizer)
+    assert fallback.prefix_cache is None
+    assert any("running without it" in r.message for r in caplog.records)

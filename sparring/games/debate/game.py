@@ -36,6 +36,7 @@ from sparring.games.debate.metrics import episode_metrics
 from sparring.games.debate.quotes import validate_quotes
 from sparring.games.debate.schedule import JUDGE, build_schedule
 from sparring.games.debate.state import LETTERS, DebateState
+from sparring.prompts.memo import RenderMemo
 from sparring.types import Message, new
 
 SCORE_OPTIONS = [" A", " B"]
@@ -67,6 +68,7 @@ class DebateGame(Game[DebateInstance, DebateState]):
         self._text_specs: dict[tuple, ActionSpec] = {}  # specs are frozen: one object per (tag, scratchpad)
         self._summaries: dict[str, dict[str, Any]] = {}
         self._schedule: tuple | None = None
+        self.memo = RenderMemo()  # renders of this game's prompts, for the run that owns the game
         self._players = {**{d: "debater" for d in self.config.debaters}, JUDGE: "judge"}
 
     # -- structure --------------------------------------------------------------------------
@@ -117,7 +119,7 @@ class DebateGame(Game[DebateInstance, DebateState]):
         st = DebateState(instance=instance, seats=seats, flip=flip, variant=variant, background=shown,
                          background_info=info, steps=self._steps(), judge_display=judge_display,
                          debater_display=debater_display, player_answer=player_answer, side_answer={},
-                         consultant_correct=consultant_correct)
+                         consultant_correct=consultant_correct, memo=self.memo)
         if judge_display is not None:
             self._set_sides(st)
         return st

@@ -8,6 +8,7 @@ from typing import Any
 from sparring.games.base import Event, Seat
 from sparring.games.debate.instance import DebateInstance
 from sparring.games.debate.schedule import Step
+from sparring.prompts.memo import RenderMemo
 
 LETTERS = ("A", "B")
 
@@ -36,6 +37,7 @@ class DebateState:
     consultant_correct: bool | None = None
     chosen: int | None = None  # open debate: instance answer index the chooser picked
     cache: dict[tuple, Any] = field(default_factory=dict)  # rendered prompt pieces
+    memo: RenderMemo = field(default_factory=RenderMemo)  # the game's memo (shared by its episodes)
 
     @property
     def over(self) -> bool:

@@ -15,7 +15,6 @@ from sparring.games.base import Event
 from sparring.games.debate.config import DebateConfig
 from sparring.games.debate.schedule import JUDGE, Step
 from sparring.games.debate.state import DebateState
-from sparring.prompts.memo import render_memo
 from sparring.types import Message, new
 
 INSTRUCTION = {"speech": "speech", "choose": "choose", "question": "judge_question",
@@ -65,7 +64,7 @@ def render(cfg: DebateConfig, st: DebateState, player: str, tag: str, cache_key:
         if hit is not None:
             return hit
     variables = player_vars(cfg, st, player)
-    text = render_memo(st.seats[player].prompts, tag, st.variant, {**variables, **extra} if extra else variables)
+    text = st.memo.render(st.seats[player].prompts, tag, st.variant, {**variables, **extra} if extra else variables)
     if cache_key is not None:
         st.cache[key] = text
     return text
@@ -81,7 +80,7 @@ def system_message(cfg: DebateConfig, st: DebateState, player: str) -> str:
         if key not in st.cache:
             v = {**player_vars(cfg, st, player), "position": "", "opponent_position": "",
                  "position_letter": "", "opponent_letter": ""}
-            st.cache[key] = render_memo(st.seats[player].prompts, "debater_system", st.variant, v)
+            st.cache[key] = st.memo.render(st.seats[player].prompts, "debater_system", st.variant, v)
         return st.cache[key]
     return render(cfg, st, player, "debater_system", cache_key=0)
 

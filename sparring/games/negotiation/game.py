@@ -46,7 +46,7 @@ from sparring.games.negotiation.protocol import (
     parse_action,
 )
 from sparring.games.negotiation.state import PLAYERS, DondState, Turn, merge_roles
-from sparring.prompts.memo import render_memo
+from sparring.prompts.memo import RenderMemo
 from sparring.types import Message, Strict, new
 
 TURN_TAG = "turn"
@@ -93,6 +93,7 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
     def __init__(self, config: DondConfig | None = None):
         super().__init__(config)
         self._static: dict[tuple, dict[str, Any]] = {}
+        self.memo = RenderMemo()  # renders of this game's prompts, for the run that owns the game
 
     def players(self) -> dict[str, str]:
         return dict.fromkeys(PLAYERS, "negotiator")
@@ -162,7 +163,7 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
     def _render(self, state: DondState, player: str, tag: str, **extra: Any) -> str:
         """Render a per-turn template through the shared memo (`prompts.memo`): a turn prompt or
         an opponent's message is rendered once per wording, however many pools the run has."""
-        return render_memo(state.prompts[player], tag, state.variant, {**state.texts[player]["vars"], **extra})
+        return self.memo.render(state.prompts[player], tag, state.variant, {**state.texts[player]["vars"], **extra})
 
     # -- turn structure ---------------------------------------------------------------------
     def to_act(self, state: DondState) -> list[str]:

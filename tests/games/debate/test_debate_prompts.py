@@ -75,11 +75,9 @@ def test_prompts_state_the_assignment():
     assert "A: Dunmere" in judge and "B: Kelderby" in judge and "Debater_A for answer A" in judge
 
 
-def test_render_memo_stays_within_its_character_budget(monkeypatch):
+def test_render_memo_stays_within_its_character_budget():
     """Story-sized renders are unique per question and seat: the memo must not keep them all."""
-    monkeypatch.setattr(memo, "_MEMO", {})
-    monkeypatch.setattr(memo, "_memo_chars", 0)
-    monkeypatch.setattr(memo, "_MEMO_MAX_CHARS", 5_000)
+    rm = memo.RenderMemo(max_chars=5_000)
     ps = prompt_set("debate")
     g = game()
     st = start(g)
@@ -87,8 +85,8 @@ def test_render_memo_stays_within_its_character_budget(monkeypatch):
     texts = []
     for i in range(40):
         v = {**base, "background": f"story {i} " + "word " * 300, "question": f"question {i}?"}
-        texts.append(memo.render_memo(ps, "debater_system", 0, v))
-        assert memo._memo_chars <= 5_000 and memo._memo_chars == sum(map(len, memo._MEMO.values()))
+        texts.append(rm.render(ps, "debater_system", 0, v))
+        assert rm.chars <= 5_000 and rm.chars == sum(map(len, rm.entries.values()))
     assert len(set(texts)) == 40 and all(f"story {i} " in t for i, t in enumerate(texts))
     again = {**base, "background": "story 39 " + "word " * 300, "question": "question 39?"}
-    assert memo.render_memo(ps, "debater_system", 0, again) == texts[-1] == ps.render("debater_system", 0, **again)
+    assert rm.render(ps, "debater_system", 0, again) == texts[-1] == ps.render("debater_system", 0, **again)

@@ -326,14 +326,10 @@ def test_untagged_reply_counts_as_message_only_when_enabled():
     assert first.meta["kind"] == "message" and first.content.endswith("I would like the book please.")
 
 
-def _unmemoised(fn, *args, **kwargs):
-    """Call `fn` with an empty render memo, so that everything it renders is rendered afresh."""
-    saved = memo._MEMO, memo._memo_chars
-    memo._MEMO, memo._memo_chars = {}, 0
-    try:
-        return fn(*args, **kwargs)
-    finally:
-        memo._MEMO, memo._memo_chars = saved
+def _unmemoised(game, fn, *args, **kwargs):
+    """Call `fn` with `game`'s render memo emptied first, so that what it renders is rendered afresh."""
+    game.memo = memo.RenderMemo()
+    return fn(*args, **kwargs)
 
 
 def test_render_memo_gives_what_a_fresh_render_gives_across_pools_and_overrides():
@@ -353,13 +349,13 @@ def test_render_memo_gives_what_a_fresh_render_gives_across_pools_and_overrides(
         for flip in (False, True):
             fresh = DealOrNoDealGame(DondConfig())
             a = shared.reset(instance, seats, random.Random(3), flip=flip)
-            b = _unmemoised(fresh.reset, instance, seats, random.Random(3), flip=flip)
+            b = _unmemoised(fresh, fresh.reset, instance, seats, random.Random(3), flip=flip)
             for text in outputs:
                 for p in PLAYERS:
-                    assert shared.observation(a, p) == _unmemoised(fresh.observation, b, p)
+                    assert shared.observation(a, p) == _unmemoised(fresh, fresh.observation, b, p)
                 (actor,) = shared.to_act(a)
                 shared.act(a, actor, Action(text=text))
-                _unmemoised(fresh.act, b, actor, Action(text=text))
+                _unmemoised(fresh, fresh.act, b, actor, Action(text=text))
     assert any("your values:" in m.content for p in PLAYERS for m in shared.observation(a, p))
     wrapper = ps.templates["opponent_message"][0]
-    assert len({k for k in memo._MEMO if k[0] == wrapper}) >= len(pools)
+    assert len({k for k in shared.memo.entries if k[0] == wrapper}) >= len(pools)
