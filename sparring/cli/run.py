@@ -47,7 +47,7 @@ def _run(configuration: str | None, *, family: str | None = None, **kw) -> None:
     from sparring.engine.run import RunOptions, run_experiment
 
     no_report = kw.pop("no_report", False)
-    result = run_experiment(RunOptions(configuration=configuration, family=family, report=not no_report, **kw))
+    result = run_experiment(RunOptions(configuration=configuration, report=not no_report, **kw))
     if result.status == "interrupted":
         raise typer.Exit(EXIT_INTERRUPTED)
 

@@ -46,7 +46,6 @@ class RunOptions:
     run_name: str | None = None
     quiet: bool = False
     report: bool = True
-    family: str | None = None  # "debate" / "negotiation": scripts refuse the other family's configs
 
 
 @dataclass
@@ -86,7 +85,6 @@ def prepare(opts: RunOptions, instances: list[Any] | None = None) -> Plan:
             raise ConfigError("--resume: not a run directory (no config.yaml)", file=str(source))
     cfg, path = load_config(source, overrides)
     exp = resolve(cfg, path)
-    _check_family(exp, opts.family)
     if instances is None:
         instances = load_instances(exp)
     ids = [i.id for i in instances]
@@ -116,14 +114,6 @@ def models_to_load(plan: Plan) -> list[str]:
     """Every model alias the run's agents use, loaded before the first episode so that a broken
     model fails the command at once rather than every episode."""
     return sorted({a.model for a in plan.exp.agent_configs.values()} | set(plan.extra_models))
-
-
-def _check_family(exp: Experiment, family: str | None) -> None:
-    module = type(exp.game).__module__
-    if family and module.startswith("sparring.games.") and not module.startswith(f"sparring.games.{family}"):
-        other = module.split(".")[2]
-        raise exp.error(f"game {exp.config.game!r} is a {other} game; use the {other} entry point "
-                        f"(or `sparring run {exp.name}`)", "game")
 
 
 def describe(plan: Plan) -> dict[str, Any]:

@@ -33,8 +33,6 @@ class RunStats:
     done: int = 0
     failed: int = 0
     completion_tokens: int = 0
-    calls: int = 0
-    batches: int = 0
     started: float = field(default_factory=time.time)
 
     @property
@@ -218,8 +216,6 @@ class Runner:
             run_group(*g)
         for f in futures:
             f.result()
-        self.stats.batches += len(items)
-        self.stats.calls += sum(len(w) for w in groups.values())
         for row in results:
             for out in row:
                 if isinstance(out, list):

@@ -102,12 +102,6 @@ class Schedule:
         return [j for m in self.swiss_pairs(round, results or {}) for j in
                 self._jobs_for(m, self.instance_ids, swiss_round=round)]
 
-    def all_jobs(self) -> list[EpisodeJob]:
-        """Every job when the schedule does not depend on results (all but swiss)."""
-        if self.swiss:
-            raise ValueError("a swiss schedule is decided round by round")
-        return self.jobs()
-
     def _jobs_for(self, agents: Matchup, instance_ids: list[str], swiss_round: int | None = None) -> list[EpisodeJob]:
         exp, t = self.exp, self.exp.config.tournament
         seats = seats_for(exp, agents)
