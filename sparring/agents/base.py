@@ -156,7 +156,7 @@ def gather(gens: list[AgentGen]) -> AgentGen:
     active: dict[int, list[ModelCall]] = {}
     for i, g in enumerate(gens):
         try:
-            active[i] = g.send(None)
+            active[i] = next(g)
         except StopIteration as stop:
             results[i] = stop.value
     while active:

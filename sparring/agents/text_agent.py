@@ -51,7 +51,7 @@ class TextAgent(Agent):
                                     Message(role="user", content=ctx.observation[-1].content)]
         bon = self.config.best_of_n
         use_bon = bon is not None and bon.n > 1 and ctx.spec.tag in bon.tags and ctx.lookahead is not None
-        n = bon.n if use_bon else 1
+        n = bon.n if (use_bon and bon is not None) else 1
         comps = yield from self.generate(ctx, messages, tag=ctx.spec.tag, n=n,
                                          prefix=ctx.spec.assistant_prefix)
         texts = [c.text.strip() for c in comps]

@@ -104,7 +104,8 @@ def bar_ci(labels: Sequence[str], values: Sequence[float | None],
            cis: Sequence[Sequence[float | None]] | None = None, *, title: str, ylabel: str,
            ref: float | None = None, ylim: tuple[float, float] | None = None) -> bytes | None:
     """Bars with (optional) interval whiskers and an optional reference line (e.g. chance)."""
-    data = [(lab, _nan(v), ci) for lab, v, ci in zip(labels, values, cis or [None] * len(labels), strict=False)]
+    whiskers = cis or [(math.nan, math.nan)] * len(labels)
+    data = [(lab, _nan(v), ci) for lab, v, ci in zip(labels, values, whiskers, strict=False)]
     data = [d for d in data if not math.isnan(d[1])]
     if not data:
         return None

@@ -13,8 +13,8 @@ with exit code 2 instead of a traceback; set SPARRING_DEBUG=1 to see the traceba
 from __future__ import annotations
 
 import sys
+from typing import Any
 
-import click
 import typer
 from pydantic import ValidationError
 from typer.core import TyperGroup
@@ -31,7 +31,7 @@ class _Group(TyperGroup):
     Done here (not only in `main`) so that `typer.testing.CliRunner` sees the same behaviour.
     """
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except (SparringError, ValidationError) as err:

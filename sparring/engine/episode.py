@@ -82,7 +82,7 @@ class EpisodeDriver:
     def _record(self, gen: AgentGen, player: str) -> AgentGen:
         """Pass calls through, logging each call with its result into `self.calls`."""
         try:
-            calls = gen.send(None)
+            calls = next(gen)
             while True:
                 results = yield calls
                 for call, res in zip(calls, results, strict=False):

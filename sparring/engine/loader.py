@@ -332,14 +332,17 @@ def _tournament_agents(cfg: ExperimentConfig, roles: dict[str, str], evaluator_r
 # -- agents ------------------------------------------------------------------------------------
 def build_agents(exp: Experiment) -> dict[str, Agent]:
     """One Agent per configured name, plus the judge panel (several judges = one seat)."""
-    from sparring.agents.judge import Panel
+    from sparring.agents.judge import Judge, Panel
 
     agents: dict[str, Agent] = {}
     for name, acfg in exp.agent_configs.items():
         cls = AGENTS.get(agent_kind({"role": acfg.role, "agent": acfg.agent}))
         agents[name] = cls(name, acfg, exp.samplings[name], exp.prompts[name])
     if len(exp.judges) > 1:
-        agents[panel_name(exp.judges)] = Panel(panel_name(exp.judges), [agents[j] for j in exp.judges])
+        judges = [agents[j] for j in exp.judges]
+        if not all(isinstance(j, Judge) for j in judges):
+            raise exp.error("a judge panel needs judge agents", "tournament.judges")
+        agents[panel_name(exp.judges)] = Panel(panel_name(exp.judges), [j for j in judges if isinstance(j, Judge)])
     agents.update(exp.extra_agents)
     return agents
 

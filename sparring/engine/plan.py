@@ -129,7 +129,7 @@ def describe(plan: Plan) -> dict[str, Any]:
                         "sampling": f"T={s.temperature} top_p={s.top_p} max_new={s.max_new_tokens}"}
     for alias in plan.extra_models:
         models[alias] = {"backend": "replay", "agents": sorted(exp.extra_agents)}
-    out = {"name": exp.name, "file": exp.file, "game": exp.config.game, "dataset": exp.config.dataset.name,
+    out = {"name": exp.name, "file": exp.file, "game": exp.config.game, "dataset": exp.config.dataset.name if exp.config.dataset else None,
            "instances": len(plan.instances), "models": models, "agents": agents, "schedule": sched,
            "tournament": exp.config.tournament.type, "shard": shard_label(plan.shard), "notes": plan.notes}
     if plan.shard is not None:

@@ -59,11 +59,11 @@ class InProcessRunner:
         return self.runner.draining
 
     @property
-    def on_tick(self) -> Callable[[], None] | None:
+    def on_tick(self) -> Callable[[], object] | None:
         return self.runner.on_tick
 
     @on_tick.setter
-    def on_tick(self, fn: Callable[[], None] | None) -> None:
+    def on_tick(self, fn: Callable[[], object] | None) -> None:
         self.runner.on_tick = fn
 
     def stop_admitting(self) -> None:

@@ -46,7 +46,7 @@ class EpisodeRunner(Protocol):
 
     stats: RunStats
     errors: list[str]  # workers lost mid-run (the run is then incomplete)
-    on_tick: Callable[[], None] | None
+    on_tick: Callable[[], object] | None
 
     @property
     def draining(self) -> bool: ...
@@ -127,7 +127,7 @@ class Runner:
                  on_done: Callable[[EpisodeRecord], None] | None = None,
                  on_failed: Callable[[EpisodeRecord], None] | None = None,
                  progress: Callable[[RunStats], None] | None = None,
-                 on_tick: Callable[[], None] | None = None):
+                 on_tick: Callable[[], object] | None = None):
         self.models, self.max_live = models, max(1, max_live)
         self.on_done, self.on_failed, self.progress = on_done, on_failed, progress
         # Called after every tick (and at the end): the store commits what finished in the tick
@@ -173,7 +173,7 @@ class Runner:
 
     def _advance(self, gen: AgentGen, results: list[Any] | None, live: list[_Live]) -> None:
         try:
-            calls = gen.send(results)
+            calls = next(gen) if results is None else gen.send(results)
         except StopIteration as stop:
             self._finish(stop.value)
             return
@@ -201,7 +201,8 @@ class Runner:
         # Remote (API) models are called concurrently from worker threads; local models run one
         # group after another in this thread: they share one device, gain nothing from threads,
         # and a thread hop per tick costs more than an instant (scripted) call.
-        remote, local = [], []
+        remote: list[tuple[tuple[str, str], list[tuple[int, int]], Any]] = []
+        local: list[tuple[tuple[str, str], list[tuple[int, int]], Any]] = []
         for key, where in items:
             try:
                 model: Any = self.models(key[0])

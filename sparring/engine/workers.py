@@ -194,7 +194,7 @@ class ParallelRunner:
         self.draining = False
         self.errors: list[str] = []
         self.start_method = start_method(start)
-        ctx = mp.get_context(self.start_method)
+        ctx: Any = mp.get_context(self.start_method)
         self._out = ctx.Queue()
         self._stop = ctx.Event()
         self._inboxes = [ctx.Queue() for _ in range(workers)]

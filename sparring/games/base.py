@@ -134,7 +134,7 @@ class Game(ABC, Generic[InstT, S]):
     Config: ClassVar[type[Strict]] = Strict
     InstanceType: ClassVar[type[Instance]] = Instance
     # Prompt set used for a role when the agent config names none: role -> prompt set name.
-    default_prompts: ClassVar[dict[str, str]] = {}
+    default_prompts: dict[str, str] = {}  # a class default; a game may set it per format in __init__
     # Roles whose seats evaluate the others (a debate's judge) rather than compete: tournaments
     # fill them from `tournament.judges`, ratings leave them out, look-ahead asks them.
     evaluator_roles: ClassVar[frozenset[str]] = frozenset()

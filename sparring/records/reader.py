@@ -65,10 +65,10 @@ def _validated(objs: Iterable[tuple[int, dict[str, Any]]], name: str, transcript
         try:
             yield EpisodeRecord.model_validate(obj if transcripts else without_transcript(obj))
         except ValidationError as e:  # an older or foreign schema: skipped, never fatal
-            first = e.errors()[0] if e.errors() else {}
-            where = ".".join(str(x) for x in first.get("loc", ()))
-            _warn(warnings, f"{name}:{n}: skipped unreadable record"
-                            f"{f' ({where}: ' + first.get('msg', '') + ')' if where else ''}")
+            errors = e.errors()
+            where = ".".join(str(x) for x in errors[0]["loc"]) if errors else ""
+            detail = f" ({where}: {errors[0]['msg']})" if where else ""
+            _warn(warnings, f"{name}:{n}: skipped unreadable record{detail}")
 
 
 def iter_records(run: str | Path, failures: bool = False, transcripts: bool = True,

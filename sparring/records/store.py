@@ -121,7 +121,7 @@ class Stored(NamedTuple):
         return cls(record.id, record.status, record.model_dump_json().encode() + b"\n", tokens, record.error)
 
 
-Identity = Callable[[BaseModel], dict[str, Any]]
+Identity = Callable[[Any], dict[str, Any]]
 
 
 def config_hash(config: BaseModel, identity: Identity) -> str:

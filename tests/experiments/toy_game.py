@@ -69,7 +69,7 @@ class ToyGame(Game[ToyInstance, ToyState]):
     name: ClassVar[str] = "toy"
     Config = ToyConfig
     InstanceType = ToyInstance
-    default_prompts: ClassVar[dict[str, str]] = {"debater": "toy-debater", "judge": "toy-judge"}
+    default_prompts: dict[str, str] = {"debater": "toy-debater", "judge": "toy-judge"}
     evaluator_roles: ClassVar[frozenset[str]] = frozenset({"judge"})
     config: ToyConfig
 

@@ -105,7 +105,7 @@ def _grouped_accuracy(records: list[Rec], key: Callable[[Rec], str], seed: int) 
     out = {}
     for name, recs in sorted(groups.items()):
         pairs = [(p_correct(a), p_correct(b)) for a, b in flipped_pairs(recs)]
-        out[name] = accuracy_block([p_correct(r) for r in recs], pairs, seed)  # type: ignore[arg-type]
+        out[name] = accuracy_block([p_correct(r) for r in recs], pairs, seed)  # type: ignore[arg-type,misc]
     return out
 
 
@@ -214,7 +214,7 @@ def side_split(records: list[Rec], seed: int = 0, n_bootstrap: int = 1000) -> di
                 ra, rb = r.outcome.rewards[a], r.outcome.rewards[b]  # type: ignore[union-attr]
                 comps.append(Comparison(f"{r.seats[a].agent} ({pa})", f"{r.seats[b].agent} ({pb})",
                                         1.0 if ra > rb else 0.0 if ra < rb else 0.5, r.id))
-    agents = {}
+    agents: dict[str, dict[str, Any]] = {}
     for agent, sides in sorted(acc.items()):
         agents[agent] = {}
         for side in ("correct", "incorrect"):

@@ -57,7 +57,7 @@ class DebateGame(Game[DebateInstance, DebateState]):
     InstanceType: ClassVar[type[DebateInstance]] = DebateInstance
 
     evaluator_roles: ClassVar[frozenset[str]] = frozenset({"judge"})
-    default_prompts: ClassVar[dict[str, str]] = {"debater": "debate", "judge": "judge"}
+    default_prompts: dict[str, str] = {"debater": "debate", "judge": "judge"}
 
     def __init__(self, config: DebateConfig | None = None):
         super().__init__(config)

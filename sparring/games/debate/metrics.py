@@ -17,13 +17,13 @@ _QUOTE_KEYS = ("n_quotes", "n_valid", "n_exact", "n_normalized", "n_repaired", "
 
 
 def _quote_totals(st: DebateState, player: str) -> dict[str, Any]:
-    tot = dict.fromkeys(_QUOTE_KEYS, 0)
+    tot: dict[str, int] = dict.fromkeys(_QUOTE_KEYS, 0)
     for ev in st.events:
         if ev.player == player and ev.tag == "speech":
             for k in _QUOTE_KEYS:
                 tot[k] += ev.meta["quotes"][k]
-    tot["valid_frac"] = tot["n_valid"] / tot["n_quotes"] if tot["n_quotes"] else None
-    return tot
+    valid = tot["n_valid"] / tot["n_quotes"] if tot["n_quotes"] else None
+    return {**tot, "valid_frac": valid}
 
 
 def episode_metrics(cfg: DebateConfig, st: DebateState) -> dict[str, Any]:

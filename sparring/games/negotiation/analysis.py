@@ -107,7 +107,8 @@ def ceiling_gaps(ms: Iterable[Metrics]) -> dict[str, float | None]:
         own += [c.max_points[0] - x, c.max_points[1] - y]
         welfare.append(c.max_welfare - (x + y))
         ratio.append((x + y) / c.max_welfare)
-    return {"points_gap": _mean(own), "welfare_gap": _mean(welfare), "welfare_ratio": _mean(ratio)}
+    return {"points_gap": _mean([float(v) for v in own]), "welfare_gap": _mean([float(v) for v in welfare]),
+            "welfare_ratio": _mean(ratio)}
 
 
 def _texts(m: Metrics) -> list[str]:

@@ -208,7 +208,7 @@ def _transcript(sides: list[Side], file: str, fmt: ActionFormat, id_prefix: str)
     if status == "agree":  # matching selections: a missing side is the complement
         for p, q in (PLAYERS, PLAYERS[::-1]):
             if choice[p] is None and choice[q] is not None:
-                choice[p] = tuple(c - x for c, x in zip(counts, choice[q], strict=False))  # type: ignore[union-attr]
+                choice[p] = tuple(c - x for c, x in zip(counts, choice[q], strict=False))  # type: ignore[union-attr,assignment,arg-type]
     n = len(main.texts)
     speaker = [PLAYERS[k % 2] for k in range(n + 2)]  # strict alternation from Player_1
     events = [TranscriptEvent(player=speaker[k], tag="turn", round=k,

@@ -87,7 +87,7 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
     name: ClassVar[str] = "dond"
     Config = DondConfig
     InstanceType = DondInstance
-    default_prompts: ClassVar[dict[str, str]] = {"negotiator": "negotiation"}
+    default_prompts: dict[str, str] = {"negotiator": "negotiation"}
     config: DondConfig
 
     def __init__(self, config: DondConfig | None = None):

@@ -131,6 +131,10 @@ def load_selfplay_contexts(path: str | Path, *, split: Split | None = None, limi
     return select(out, split, limit, shuffle, seed, fractions)
 
 
+def _default_fractions() -> dict[Literal["train", "val", "test"], float]:
+    return {"train": DEFAULT_FRACTIONS["train"], "val": DEFAULT_FRACTIONS["val"], "test": DEFAULT_FRACTIONS["test"]}
+
+
 class SourceArgs(Strict):
     """Arguments every negotiation instance source accepts (same names as the debate datasets)."""
 
@@ -138,7 +142,7 @@ class SourceArgs(Strict):
     limit: int | None = Field(None, ge=1)
     seed: int = 0
     shuffle: bool = Field(False, description="shuffle with `seed` before `limit` (default: file order)")
-    fractions: dict[Literal["train", "val", "test"], float] = Field(default_factory=lambda: dict(DEFAULT_FRACTIONS))
+    fractions: dict[Literal["train", "val", "test"], float] = Field(default_factory=_default_fractions)
 
 
 class SelfplayArgs(SourceArgs):

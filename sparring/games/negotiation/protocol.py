@@ -126,7 +126,8 @@ def parse_text(output: str) -> ParsedAction:
     "Player 1:"), as in lm-selfplay: a tag buried in prose ("Once you have written [message] ...")
     is usually an echo of the instructions, not an action.
     """
-    m = _TAG.match(output, _LEAD.match(output).end())
+    lead = _LEAD.match(output)
+    m = _TAG.match(output, lead.end() if lead else 0)
     if m is None:
         raise ActionError("format", "start your reply with [message] or [propose]")
     rest = output[m.end():]

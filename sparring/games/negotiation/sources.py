@@ -73,7 +73,7 @@ def _generated(a: GeneratorArgs) -> list[DondInstance]:
 def _selfplay(a: SelfplayArgs) -> list[DondInstance]:
     """Scenarios of an upstream selfplay.txt file (lines 2i, 2i+1 = game i)."""
     return load_selfplay_contexts(a.path, split=a.split, limit=a.limit, shuffle=a.shuffle, seed=a.seed,
-                                  dedupe=a.dedupe, fractions=dict(a.fractions), id_prefix=a.id_prefix)
+                                  dedupe=a.dedupe, fractions={str(k): v for k, v in a.fractions.items()}, id_prefix=a.id_prefix)
 
 
 @register_source("dond_dialogues", args=DialogueArgs)
@@ -81,4 +81,5 @@ def _dialogues(a: DialogueArgs) -> list[DondInstance]:
     """Scenarios of human dialogues (data.txt / val / test), first speaker = Player_1."""
     return [t.instance for t in load_dond_dialogues(a.path, split=a.split, limit=a.limit, shuffle=a.shuffle,
                                                     seed=a.seed, only_complete=a.only_complete,
-                                                    fractions=dict(a.fractions), id_prefix=a.id_prefix)]
+                                                    fractions={str(k): v for k, v in a.fractions.items()},
+                                                    id_prefix=a.id_prefix)]

@@ -65,6 +65,7 @@ def merge_roles(msgs: list[Message | tuple[str, str]]) -> list[Message]:
     contents: list[str] = []
     made: list[Message | None] = []
     for m in msgs:
+        role: str
         if isinstance(m, Message):
             role, content, msg = m.role, m.content, m
         else:
