@@ -36,3 +36,10 @@ def bundled_hf():
     from sparring.models.hf import HFModel
 
     return HFModel(name="smollm2-135m", model="bundled:smollm2-135m", max_batch_size=32)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests on the real bundled model are slow by definition: `-m "not slow"` leaves them out."""
+    for item in items:
+        if item.get_closest_marker("bundled") is not None and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
