@@ -78,6 +78,12 @@ class Registry(Generic[T]):
             raise err
         return self._items[name]
 
+    def import_errors(self) -> dict[str, str]:
+        """Modules (or entry points) that failed to import while filling this registry, with why;
+        their names are missing, the rest of the registry works."""
+        self._load()
+        return dict(self._import_errors)
+
     def names(self) -> list[str]:
         self._load()
         return sorted(self._items)

@@ -81,9 +81,9 @@ def merge(
     Console(soft_wrap=True).print(f"merged {len(dirs)} run(s) into {output}: {c['done']} episodes, {c['failed']} failed "
                     f"({manifest['status']})")
     if report:
-        from sparring.engine.run import _report
+        from sparring.engine.run import report_run
 
-        _report(Path(output), Console())
+        report_run(Path(output), Console())
 
 
 def report(run_dir: Path = typer.Argument(..., help="A run directory.")) -> None:

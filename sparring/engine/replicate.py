@@ -46,7 +46,7 @@ class RunReplay(Model):
             model = self.by_matchup.get(str(req.context.get("matchup")))
             if model is None:
                 raise BackendError(f"replay {self.name!r}: no recorded matchup {req.context.get('matchup')!r}")
-            out.extend(model._generate([req]))
+            out.extend(model.generate([req])[0])
         return out
 
 

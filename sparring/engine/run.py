@@ -134,7 +134,7 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
         raise SparringError(f"every worker failed before storing an episode; first error: {summary['worker_errors'][0]}")
     if status == "interrupted":
         console.print(f"[yellow]interrupted; stored episodes are safe. Resume with --resume {plan.run_dir}[/yellow]")
-    report = _report(plan.run_dir, console) if opts.report and status != "interrupted" else None
+    report = report_run(plan.run_dir, console) if opts.report and status != "interrupted" else None
     return RunResult(run_dir=plan.run_dir, status=status, summary=summary, report=report)
 
 
@@ -178,7 +178,7 @@ class _sigint:
             signal.signal(signal.SIGINT, self.previous)
 
 
-def _report(run_dir: Path, console: Console) -> Path | None:
+def report_run(run_dir: Path, console: Console) -> Path | None:
     """Write the report if the report module is available; a failing report never loses the run."""
     try:
         from sparring.analysis.report import write_report

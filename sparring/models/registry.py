@@ -9,7 +9,6 @@ model), so a typo fails at once with the file and the key path, not minutes into
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Mapping
 from importlib import resources
@@ -34,33 +33,12 @@ def shipped_models_file() -> Path:
 
 
 # Backend modules that failed to import (module -> error), named in "unknown backend" errors.
-_import_failures: dict[str, str] = {}
-
-
-def _load_backends() -> None:
-    """Import every backend module, tolerating broken ones.
-
-    The backend registry imports all its modules at once and stops at the first failure (e.g. an
-    optional SDK missing); we then import the rest one by one so that a broken backend only
-    affects the specs that use it.
-    """
-    try:
-        BACKENDS.names()
-    except Exception:  # noqa: BLE001 — reported through _import_failures
-        for module in BACKENDS._modules:  # noqa: SLF001 — same package, read-only
-            try:
-                importlib.import_module(module)
-            except Exception as e:  # noqa: BLE001
-                _import_failures[module] = f"{type(e).__name__}: {e}"
-
-
 def backend_class(name: str, *, file: str | None = None, key: str | None = None) -> type[Model]:
     """The backend registered under `name`, or a ConfigError listing the known backends."""
-    _load_backends()
     if name in BACKENDS:
         return BACKENDS.get(name)
     known = ", ".join(BACKENDS.names())
-    hint = "".join(f"; {m} could not be imported ({err})" for m, err in _import_failures.items())
+    hint = "".join(f"; {m} could not be imported ({err})" for m, err in BACKENDS.import_errors().items())
     raise ConfigError(f"unknown backend {name!r}; known backends: {known}{hint}", file=file, key=key)
 
 
@@ -97,8 +75,7 @@ def validate_spec(spec: ModelSpec, prefix: str | None = None) -> None:
     """Check `sampling` and the backend `args` without instantiating (loading) the model."""
     prefix = prefix or f"models.{spec.name}"
     validate(Sampling, spec.sampling, file=spec.source, prefix=f"{prefix}.sampling")
-    _load_backends()
-    if spec.backend not in BACKENDS and _import_failures:
+    if spec.backend not in BACKENDS and BACKENDS.import_errors():
         # Possibly the backend of a module that failed to import (missing SDK): keep the spec so
         # the other models stay usable; create_model reports the import failure.
         return

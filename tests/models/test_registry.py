@@ -137,9 +137,9 @@ def test_unknown_backend_lists_known_backends(tmp_path):
     with pytest.raises(ConfigError, match="unknown backend 'scriptd'; known backends: .*scripted") as info:
         create_model(spec)
     assert str(path) in str(info.value) and "models.bad.backend" in str(info.value)
-    from sparring.models.registry import _import_failures
+    from sparring.models.base import BACKENDS
 
-    if not _import_failures:  # with every backend importable, loading already rejects it
+    if not BACKENDS.import_errors():  # with every backend importable, loading already rejects it
         with pytest.raises(ConfigError, match="unknown backend 'scriptd'"):
             load_model_specs(path)
 
