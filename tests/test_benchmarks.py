@@ -6,6 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # worker processes / subprocess runs: seconds each
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_engine_overhead.py"
 
 

@@ -11,10 +11,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from sparring.engine.run import RunOptions, run_experiment
 from sparring.records.reader import iter_records, read_manifest
+
+pytestmark = pytest.mark.slow  # worker processes / subprocess runs: seconds each
 
 HERE = Path(__file__).parent
 SLOW = {"agents": {"alice": {"model": "t-slow"}, "judge": {"model": "t-slow"}},

@@ -18,6 +18,8 @@ from sparring.engine.workers import UNSAFE_TO_FORK, chunk_size, resolve_workers,
 from sparring.errors import ConfigError, SparringError
 from sparring.records.reader import iter_records, read_manifest
 
+pytestmark = pytest.mark.slow  # worker processes / subprocess runs: seconds each
+
 
 @pytest.mark.parametrize("start", ["spawn", "fork"])
 def test_workers_store_exactly_what_one_process_stores(make_config, runs_dir, start):
