@@ -249,7 +249,7 @@ def _prompts(cfg: ExperimentConfig, acfg: AgentConfig, game: Game, role: str, ke
     if set_name is None:
         raise err(f"game {cfg.game!r} has no default prompt set for role {role!r}; set one", f"{key}.prompts")
     try:
-        ps = prompt_set(set_name, tuple(cfg.prompt_files))
+        ps = prompt_set(set_name, (*game.prompt_files(), *cfg.prompt_files))
     except UnknownNameError as e:
         raise err(str(e), f"{key}.prompts") from None
     for tag in acfg.prompt_overrides:

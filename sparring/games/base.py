@@ -178,6 +178,14 @@ class Game(ABC, Generic[InstT, S]):
     def events(self, state: S) -> list[Event]:
         """Every event so far, with visibility, for the episode record."""
 
+    def prompt_files(self) -> list[str]:
+        """The game's own prompt files: `prompts/*.yaml` beside the module that defines it, so a
+        game installed from another package brings its prompt sets along."""
+        import inspect
+
+        folder = Path(inspect.getfile(type(self))).parent / "prompts"
+        return [str(p) for p in sorted(folder.glob("*.yaml"))]
+
     def evaluators(self) -> list[str]:
         """Players whose role is an evaluator role (judges), in seating order."""
         return [p for p, r in self.players().items() if r in self.evaluator_roles]

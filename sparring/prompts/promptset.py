@@ -102,8 +102,11 @@ def template_references(source: str) -> tuple[str, ...] | None:
 
 
 def _builtin_files() -> list[Path]:
-    root = resources.files("sparring.prompts")
-    return sorted(Path(str(p)) for p in root.iterdir() if str(p).endswith(".yaml"))
+    """Prompt files shipped with sparring: `sparring/prompts/*.yaml` and each game folder's
+    `prompts/*.yaml` (a game brings its own prompt sets, with no list to edit)."""
+    own = Path(str(resources.files("sparring.prompts")))
+    games = Path(str(resources.files("sparring.games")))
+    return sorted(own.glob("*.yaml")) + sorted(games.glob("*/prompts/*.yaml"))
 
 
 @lru_cache(maxsize=64)
