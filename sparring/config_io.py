@@ -14,13 +14,37 @@ M = TypeVar("M", bound=BaseModel)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # same documents, ~10x faster
 
 
+def decode_utf8(data: bytes, file: str) -> str:
+    """UTF-8 text of a file's bytes, or a ConfigError naming the file, the line and what was
+    expected (a UTF-16 file, as some editors save by default, is recognised by its byte-order mark)."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ConfigError("the file is UTF-16 (it starts with a UTF-16 byte-order mark); expected UTF-8 "
+                          "text: save it as UTF-8", file=file)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise ConfigError(f"line {line}, column {column}: byte 0x{data[e.start]:02x} is not UTF-8; expected "
+                          "UTF-8 text (re-save the file as UTF-8)", file=file) from None
+
+
+def read_text(path: str | Path) -> str:
+    """A text file that must be UTF-8: unreadable, missing or mis-encoded files raise ConfigError."""
+    path = Path(path).expanduser()
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError("file not found", file=str(path)) from None
+    except OSError as e:
+        raise ConfigError(f"cannot read: {e.strerror or e}", file=str(path)) from None
+    return decode_utf8(data, str(path))
+
+
 def read_yaml(path: str | Path) -> Any:
     """Parse a YAML file; syntax errors become ConfigError with the line number."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"cannot read: {e.strerror}", file=str(path)) from None
+    text = read_text(path)
     try:
         return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader (libyaml's when built)
     except yaml.YAMLError as e:

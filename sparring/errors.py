@@ -50,6 +50,14 @@ class BackendError(SparringError):
         super().__init__(message)
 
 
+class ServerGoneError(BackendError):
+    """A served model stopped answering: several requests in a row could not even connect.
+
+    The engine stops admitting episodes when a model raises it (a circuit breaker), instead of
+    retrying episode after episode against a server that is gone.
+    """
+
+
 class ScoringNotSupported(BackendError):
     """The backend cannot return option log-probabilities; callers fall back to parsing text."""
 

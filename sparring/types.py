@@ -96,6 +96,9 @@ class Completion(Strict):
     latency_s: float = 0.0
     token_ids: list[int] | None = None
     logprobs: list[float] | None = None
+    # True when the backend's text held code points that cannot be stored as UTF-8 (lone
+    # surrogates) and they were replaced by U+FFFD where the text entered (`Model.generate`).
+    sanitized: bool = False
 
 
 Op = Literal["generate", "score"]

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import typer
 
-EXIT_USER_ERROR, EXIT_INTERRUPTED = 2, 130
+# Exit codes: 0 every scheduled episode is stored; 2 a user error (bad config, file, option);
+# 3 the run ended incomplete (failed episodes, a lost worker, a server that went away); 130 Ctrl-C.
+EXIT_USER_ERROR, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 2, 3, 130
 
 NumIters = typer.Option(None, "--num-iters", "-n", min=1, help="Use at most this many instances (questions/scenarios).")
 DryRun = typer.Option(False, "--dry-run", help="Validate, resolve models/datasets/prompts, print the schedule; load no weights.")
@@ -50,6 +52,8 @@ def _run(configuration: str | None, *, family: str | None = None, **kw) -> None:
     result = run_experiment(RunOptions(configuration=configuration, report=not no_report, **kw))
     if result.status == "interrupted":
         raise typer.Exit(EXIT_INTERRUPTED)
+    if result.status == "incomplete":
+        raise typer.Exit(EXIT_INCOMPLETE)
 
 
 def run(

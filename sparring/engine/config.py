@@ -101,9 +101,11 @@ def config_hash(config: ExperimentConfig) -> str:
     return store.config_hash(config, identity)
 
 
-def open_store(run_dir: str | Path, config: ExperimentConfig, *, create: bool = True) -> store.RunStore:
-    """The run directory of `config`, opened for appending (resume = the same experiment)."""
-    return store.RunStore(run_dir, config, identity, create=create)
+def open_store(run_dir: str | Path, config: ExperimentConfig, *, create: bool = True,
+               redact: store.Redactor | None = None) -> store.RunStore:
+    """The run directory of `config`, opened for appending (resume = the same experiment);
+    `redact` cleans every line written (e.g. `ModelPool.redact`: the models' API keys)."""
+    return store.RunStore(run_dir, config, identity, create=create, redact=redact)
 
 
 def read_config(run_dir: str | Path) -> ExperimentConfig:

@@ -59,6 +59,10 @@ class InProcessRunner:
         return self.runner.draining
 
     @property
+    def stopped_by(self) -> str | None:
+        return self.runner.stopped_by
+
+    @property
     def on_tick(self) -> Callable[[], object] | None:
         return self.runner.on_tick
 

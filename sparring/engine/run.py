@@ -59,9 +59,9 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
     if workers > 1 and pool is not None:
         raise ConfigError("run.workers > 1 builds models inside each worker; it cannot use a model pool "
                           "passed in by the caller")
-    store = open_store(plan.run_dir, exp.config)
     own_pool = pool is None
     pool = ModelPool(exp.specs) if pool is None else pool
+    store = open_store(plan.run_dir, exp.config, redact=pool.redact)
     session = _Session()
     runner: EpisodeRunner | None = None
     status = "incomplete"
@@ -86,6 +86,7 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
         store.write_manifest(status="running", schedule={"total": total["all"], "shard": shard_label(plan.shard),
                                                           "in_shard": total["in_shard"]})
         interrupted = False
+        scheduled: list[str] = []  # ids this invocation was responsible for (all rounds played)
         with RunProgress(total["in_shard"], console=console, enabled=not opts.quiet,
                          description=exp.name) as bar:
             if runner is None:
@@ -100,13 +101,20 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
                     jobs = select(first if rnd == 1 else plan.schedule.jobs(rnd, results), plan.shard)
                     todo = [j for j in jobs if j.id not in store.done
                             and (opts.retry_failed or j.id not in store.failed)]
+                    skipped_failed = sum(1 for j in jobs if j.id in store.failed and j not in todo)
+                    if skipped_failed and not opts.quiet:
+                        console.print(f"[yellow]{skipped_failed} episode(s) failed in an earlier attempt and are "
+                                      "skipped; add --retry-failed to play them again[/yellow]")
+                    scheduled.extend(j.id for j in jobs)
                     session.skipped += len(jobs) - len(todo)
                     bar.update(session.skipped + session.done, session.failed, runner.stats.tokens_per_s)
                     runner.run(todo)
                     if runner.draining:
-                        interrupted = True
+                        interrupted = runner.stopped_by is None  # a user's Ctrl-C, not a circuit breaker
                         break
-        status = "interrupted" if interrupted else ("incomplete" if runner.errors else "complete")
+        missing = [i for i in scheduled if i not in store.done]
+        status = "interrupted" if interrupted else ("incomplete" if missing or runner.errors
+                                                    or runner.stopped_by else "complete")
     except KeyboardInterrupt:
         status = "interrupted"
     finally:
@@ -134,8 +142,23 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
         raise SparringError(f"every worker failed before storing an episode; first error: {summary['worker_errors'][0]}")
     if status == "interrupted":
         console.print(f"[yellow]interrupted; stored episodes are safe. Resume with --resume {plan.run_dir}[/yellow]")
+    elif status == "incomplete":
+        _explain_incomplete(console, plan.run_dir, store, runner)
     report = report_run(plan.run_dir, console) if opts.report and status != "interrupted" else None
     return RunResult(run_dir=plan.run_dir, status=status, summary=summary, report=report)
+
+
+def _explain_incomplete(console: Console, run_dir: Path, store: RunStore, runner: EpisodeRunner | None) -> None:
+    """Why the run is incomplete, and the command that finishes it."""
+    if runner is not None and runner.stopped_by:
+        console.print(f"[red]stopped early: {runner.stopped_by}[/red]")
+    failed = len(store.failed)
+    if failed:
+        console.print(f"[red]{failed} episode(s) failed (reasons in {run_dir / 'failures.jsonl'}); once the cause "
+                      f"is fixed, play them again with: sparring run --resume {run_dir} --retry-failed[/red]")
+    else:
+        console.print(f"[red]the run is incomplete; play the missing episodes with: "
+                      f"sparring run --resume {run_dir}[/red]")
 
 
 def _total(plan: Plan, first: list[EpisodeJob]) -> dict[str, int]:

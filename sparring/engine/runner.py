@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from sparring.agents.base import AgentGen
 from sparring.engine.episode import EpisodeFailed
-from sparring.errors import SparringError
+from sparring.errors import ServerGoneError, SparringError
 from sparring.models.base import Model
 from sparring.records.record import EpisodeRecord
 from sparring.types import ModelCall
@@ -46,6 +46,7 @@ class EpisodeRunner(Protocol):
 
     stats: RunStats
     errors: list[str]  # workers lost mid-run (the run is then incomplete)
+    stopped_by: str | None  # set when the runner stopped admitting on its own (a server that is gone)
     on_tick: Callable[[], object] | None
 
     @property
@@ -135,6 +136,7 @@ class Runner:
         self.on_tick = on_tick
         self.stats = RunStats()
         self.draining = False
+        self.stopped_by: str | None = None  # why the runner stopped admitting on its own
         self._pool: ThreadPoolExecutor | None = None
 
     def stop_admitting(self) -> None:
@@ -219,6 +221,10 @@ class Runner:
             f.result()
         for row in results:
             for out in row:
+                if isinstance(out, ServerGoneError) and self.stopped_by is None:
+                    # circuit breaker: a server that is gone fails every new episode; stop admitting
+                    self.stopped_by = str(out)
+                    self.stop_admitting()
                 if isinstance(out, list):
                     for c in out:
                         usage = getattr(c, "usage", None)

@@ -46,13 +46,15 @@ POLL_S = 0.2
 
 
 class _Sink:
-    """Collects a worker's finished episodes until the end of the tick."""
+    """Collects a worker's finished episodes until the end of the tick, serialised (and redacted
+    of its models' credentials) here, so the parent only appends lines."""
 
-    def __init__(self) -> None:
+    def __init__(self, redact: Any = None) -> None:
         self.items: list[Stored] = []
+        self.redact = redact
 
     def add_done(self, record: Any) -> None:
-        self.items.append(Stored.of(record))
+        self.items.append(Stored.of(record, self.redact))
 
     add_failed = add_done
 
@@ -83,14 +85,19 @@ def _worker(opts: Any, index: int, inbox: Any, out: Any, stop: Any, modules: lis
         agents = build_agents(exp)
         for alias in models_to_load(plan):
             pool.get(alias)
-        sink = _Sink()
+        sink = _Sink(pool.redact)
         runner = Runner(pool.get, max_live=exp.config.run.max_live, on_done=sink.add_done,
                         on_failed=sink.add_failed)
+
+        reported: list[str] = []
 
         def tick() -> None:
             if sink.items:
                 out.put(("episodes", index, sink.items, runner.stats.completion_tokens))
                 sink.items = []
+            if runner.stopped_by and not reported:  # a circuit breaker tripped here: stop every worker
+                reported.append(runner.stopped_by)
+                out.put(("stopped", index, runner.stopped_by, runner.stats.completion_tokens))
             if stop.is_set():
                 runner.stop_admitting()
 
@@ -193,6 +200,7 @@ class ParallelRunner:
         self.stats = RunStats()  # only completion_tokens: what the workers report
         self.draining = False
         self.errors: list[str] = []
+        self.stopped_by: str | None = None
         self.start_method = start_method(start)
         ctx: Any = mp.get_context(self.start_method)
         self._out = ctx.Queue()
@@ -269,6 +277,10 @@ class ParallelRunner:
                 elif kind == "error":
                     self._lost(index, f"worker {index}: {payload}")
                     waiting.discard(index)
+                elif kind == "stopped":
+                    if self.stopped_by is None:
+                        self.stopped_by = f"worker {index}: {payload}"
+                        self.stop_admitting()
                 else:
                     waiting.discard(index)
                 if self.on_tick:

@@ -7,6 +7,7 @@ best-of-N sampling and batches the rows together.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -23,6 +24,22 @@ BACKENDS: Registry[type[Model]] = Registry(
 def register_backend(*names: str):
     """Class decorator: `@register_backend("hf")`."""
     return BACKENDS.register(*names)
+
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def clean_completion(c: Any) -> Any:
+    """Text from a model is untrusted: code points that cannot be encoded as UTF-8 (lone UTF-16
+    surrogates, e.g. from a JSON escape "\\udcff") would make the record unstorable. They are
+    replaced by U+FFFD here, where text enters, and the completion says so (`sanitized`)."""
+    if not isinstance(c, Completion) or c.text.isascii():
+        return c
+    try:
+        c.text.encode("utf-8")
+    except UnicodeEncodeError:
+        return c.model_copy(update={"text": _SURROGATES.sub("\ufffd", c.text), "sanitized": True})
+    return c
 
 
 class Model(ABC):
@@ -52,7 +69,7 @@ class Model(ABC):
             outs = self._generate(list(requests)) if requests else []
             if len(outs) != len(requests):
                 raise RuntimeError(f"{type(self).__name__} returned {len(outs)} completions for {len(requests)} rows")
-            return [[o] for o in outs]
+            return [[clean_completion(o)] for o in outs]
         flat: list[GenerateRequest] = []
         counts: list[int] = []
         for req in requests:
@@ -67,9 +84,14 @@ class Model(ABC):
             raise RuntimeError(f"{type(self).__name__} returned {len(outs)} completions for {len(flat)} rows")
         grouped, pos = [], 0
         for n in counts:
-            grouped.append(outs[pos : pos + n])
+            grouped.append([clean_completion(o) for o in outs[pos : pos + n]])
             pos += n
         return grouped
+
+    def secrets(self) -> list[Any]:
+        """Credential values this model holds (API keys), so that whatever the engine stores can
+        be redacted of them; none for local models."""
+        return []
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[list[float]]:
         """Log-probability of each option (summed over its tokens) as the next continuation."""

@@ -78,6 +78,21 @@ class ModelPool:
         with self._lock:
             return dict(self._models)
 
+    def redact(self, text: str) -> str:
+        """`text` without the credential values (API keys) of the models built so far: the store
+        passes every line it writes through this, so a server that echoes a key in a reply cannot
+        get it into a run directory."""
+        from sparring.models.secrets import MASK, PLACEHOLDER_KEY, Secret
+
+        with self._lock:
+            models = list(self._models.values())
+        for model in models:
+            for secret in model.secrets():
+                value = secret.get() if isinstance(secret, Secret) else str(secret)
+                if value and value != PLACEHOLDER_KEY and value in text:
+                    text = text.replace(value, MASK)
+        return text
+
     def close(self) -> None:
         """Close every built model (even if one fails); safe to call twice."""
         with self._lock:

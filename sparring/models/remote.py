@@ -134,6 +134,9 @@ class RemoteModel(Model):
 
     __str__ = __repr__
 
+    def secrets(self) -> list[Any]:
+        return [self._secret] if self._secret is not None else []
+
     @property
     def server(self) -> str:
         """The server URL for messages, with any user:password@ credentials masked."""

@@ -116,9 +116,33 @@ class Stored(NamedTuple):
     error: str | None = None
 
     @classmethod
-    def of(cls, record: EpisodeRecord) -> Stored:
+    def of(cls, record: EpisodeRecord, redact: Redactor | None = None) -> Stored:
+        """Serialise `record`; `redact` removes credential values from the line. A record that
+        cannot be serialised (text no JSON encoder accepts) is stored as a failed episode with the
+        reason instead, so that no single record can stop a run, or every rerun of it."""
         tokens = sum(u.completion_tokens for u in record.usage.values())
-        return cls(record.id, record.status, record.model_dump_json().encode() + b"\n", tokens, record.error)
+        try:
+            line = record.model_dump_json()
+        except ValueError as e:  # pydantic's serialisation errors are ValueErrors
+            record = _unstorable(record, e)
+            line = record.model_dump_json()
+        if redact is not None:
+            line = redact(line)
+        return cls(record.id, record.status, line.encode() + b"\n", tokens, record.error)
+
+
+Redactor = Callable[[str], str]
+
+
+def _unstorable(record: EpisodeRecord, error: Exception) -> EpisodeRecord:
+    """A failed record in place of one that cannot be written: who played what, and why."""
+    reason = str(error).encode("ascii", "backslashreplace").decode("ascii")
+    return EpisodeRecord(id=record.id, experiment=record.experiment, game=record.game,
+                         instance_id=record.instance_id, seats=record.seats, seed=record.seed,
+                         repeat=record.repeat, flip=record.flip, matchup=record.matchup, status="failed",
+                         error=f"the episode record could not be stored ({type(error).__name__}: {reason[:300]}); "
+                               "its transcript was dropped",
+                         started_at=record.started_at, duration_s=record.duration_s, usage=record.usage)
 
 
 Identity = Callable[[Any], dict[str, Any]]
@@ -139,14 +163,19 @@ class RunStore:
     no config schema: it re-reads config.yaml with the type of `config`.
     """
 
-    def __init__(self, path: str | Path, config: BaseModel, identity: Identity, *, create: bool = True):
+    def __init__(self, path: str | Path, config: BaseModel, identity: Identity, *, create: bool = True,
+                 redact: Redactor | None = None):
         self.path = Path(path)
+        self.redact = redact  # applied to every line this store writes (credential values)
         self.config, self.identity = config, identity
         self.hash = config_hash(config, identity)
         exists = (self.path / CONFIG).is_file()
         if not exists and not create:
             raise ConfigError("not a run directory (no config.yaml)", file=str(self.path / CONFIG))
-        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise SparringError(f"cannot create the run directory {self.path}: {e.strerror or e}") from None
         self._lock = FileLock(str(self.path / ".lock"))
         try:
             self._lock.acquire(timeout=0)
@@ -193,10 +222,10 @@ class RunStore:
 
     # -- appends ---------------------------------------------------------------------------------
     def add_done(self, record: EpisodeRecord) -> None:
-        self._pending_done.append(Stored.of(record))
+        self.add_serialized(Stored.of(record, self.redact))
 
     def add_failed(self, record: EpisodeRecord) -> None:
-        self._pending_failed.append(Stored.of(record))
+        self._pending_failed.append(Stored.of(record, self.redact))
 
     def add_serialized(self, item: Stored) -> None:
         """An episode serialised elsewhere (a worker process); `item.status` says which file."""

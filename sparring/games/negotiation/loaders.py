@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from sparring.config_io import read_text
 from sparring.errors import ConfigError
 from sparring.games.negotiation.instance import (
     DEFAULT_FRACTIONS,
@@ -35,13 +36,12 @@ Split = Literal["train", "val", "test", "all"]  # "all" (or None) = no split
 
 
 def read_lines(path: str | Path) -> list[str]:
-    p = Path(path).expanduser()
-    try:
-        return p.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise ConfigError("file not found", file=str(p)) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"cannot read: {getattr(e, 'strerror', None) or e}", file=str(p)) from None
+    """The lines of a UTF-8 text file; an empty file is an error that names it."""
+    lines = read_text(path).splitlines()
+    if not any(line.strip() for line in lines):
+        raise ConfigError("the file is empty; expected one scenario or dialogue per line",
+                          file=str(Path(path).expanduser()))
+    return lines
 
 
 def parse_context(fields: list[str], where: str, file: str) -> tuple[Triple, Triple]:

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from sparring.config_io import validate
+from sparring.config_io import read_text, validate
 from sparring.errors import ConfigError
 from sparring.games.debate.instance import DebateInstance
 from sparring.registry import Registry
@@ -101,19 +101,20 @@ def load_dataset(name: str, args: dict[str, Any] | None = None, *, split: str | 
 
 # -- helpers --------------------------------------------------------------------------------
 def read_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
-    """(line number, parsed object) for every non-blank line; bad JSON names file and line."""
-    try:
-        fh = path.open(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"cannot read dataset: {e.strerror}", file=str(path)) from None
-    with fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                yield n, json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ConfigError(f"line {n}: invalid JSON ({e.msg} at column {e.colno})", file=str(path)) from None
+    """(line number, parsed object) for every non-blank line. Bad JSON, text that is not UTF-8 and
+    an empty file are errors that name the file (and the line)."""
+    text = read_text(path)
+    empty = True
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        empty = False
+        try:
+            yield n, json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"line {n}: invalid JSON ({e.msg} at column {e.colno})", file=str(path)) from None
+    if empty:
+        raise ConfigError("the dataset file is empty; expected one JSON object per line", file=str(path))
 
 
 def parse_row(model: type[M], obj: Any, path: Path, line: int) -> M:
