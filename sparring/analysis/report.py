@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import base64
 import csv
+import io
+import os
 import datetime as _dt
 import json
 import math
@@ -158,12 +160,21 @@ def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
         return (3, seen.index(col), "")
 
     cols = sorted(seen, key=rank)
-    with path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=cols or ["id"], extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: ("" if v is None or (isinstance(v, float) and not math.isfinite(v)) else v)
-                        for k, v in r.items()})
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=cols or ["id"], extrasaction="ignore")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if v is None or (isinstance(v, float) and not math.isfinite(v)) else v)
+                    for k, v in r.items()})
+    write_atomic(path, buf.getvalue().encode("utf-8"))
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write a temporary file beside `path`, then rename it over `path`: a reader (a browser, the
+    web app, a sync job) never sees a half-written report, and a crash leaves the old one."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
 
 
 def _generic_plots(stats: dict[str, Any]) -> dict[str, bytes]:
@@ -252,7 +263,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None, *, seed
             figures[game][name] = _save(png, plot_dir / f"{game}_{name}.png")
     stats["plots"] = sorted(str(p.relative_to(out)) for p in plot_dir.glob("*.png"))
 
-    (out / "stats.json").write_text(json.dumps(stats, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    write_atomic(out / "stats.json", (json.dumps(stats, indent=2, allow_nan=False) + "\n").encode("utf-8"))
     write_csv(_episode_rows(run, sections), out / "episodes.csv")
 
     env = _env(sections)
@@ -263,11 +274,11 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None, *, seed
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     )
     path = out / "report.html"
-    path.write_text(html, encoding="utf-8")
+    write_atomic(path, html.encode("utf-8"))
     return path
 
 
 def _save(png: bytes, path: Path) -> str:
     """Write the PNG next to the report and return it as a data URI for embedding."""
-    path.write_bytes(png)
+    write_atomic(path, png)
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")

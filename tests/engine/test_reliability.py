@@ -174,11 +174,29 @@ def test_failed_episodes_make_the_run_exit_non_zero_with_the_retry_command(tmp_p
     assert read_manifest(tmp_path / "runs" / "f")["status"] == "incomplete"
 
 
-@pytest.mark.parametrize("where", ["report.html", "stats.json"])
-def test_report_files_are_written_whole(tmp_path, where):
+def test_report_files_are_written_to_a_temporary_file_then_renamed(tmp_path, monkeypatch):
+    import os
+
+    renamed: list[str] = []
+    real = os.replace
+    monkeypatch.setattr(os, "replace", lambda a, b: (renamed.append(Path(b).name), real(a, b))[1])
     res = cli("run", str(dond(tmp_path, "dealer", "dealer")), "-o", str(tmp_path / "runs"), "--run-name", "w",
               "--quiet")
     assert res.exit_code == 0, res.output
+    assert {"report.html", "stats.json", "episodes.csv"} <= set(renamed)
     report = tmp_path / "runs" / "w" / "report"
-    assert (report / where).stat().st_size > 0
-    assert not list(report.glob(".*.tmp"))  # written to a temporary file, then renamed
+    assert (report / "report.html").stat().st_size > 0 and not list(report.glob(".*.tmp"))
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_start_up_prints_no_traceback(tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "sparring.cli", "run", str(dond(tmp_path, "dealer", "dealer")),
+                             "-o", str(tmp_path / "runs")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)  # still importing and resolving
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode in (0, 130) and "Traceback" not in err + out
