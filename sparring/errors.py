@@ -23,7 +23,7 @@ class ConfigError(SparringError):
     """A config/spec/dataset file is malformed. Names the file and the key."""
 
     def __init__(self, message: str, *, file: str | None = None, key: str | None = None):
-        self.file, self.key = file, key
+        self.file, self.key, self.message = file, key, message  # message: without "file F, key K: "
         where = ", ".join(p for p in (f"file {file}" if file else "", f"key {key!r}" if key else "") if p)
         super().__init__(f"{where}: {message}" if where else message)
 

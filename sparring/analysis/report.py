@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import base64
 import csv
-import io
-import os
 import datetime as _dt
+import io
 import json
 import math
+import os
 import sys
 from collections import defaultdict
 from pathlib import Path

@@ -80,7 +80,13 @@ def validate_spec(spec: ModelSpec, prefix: str | None = None) -> None:
         # the other models stay usable; create_model reports the import failure.
         return
     cls = backend_class(spec.backend, file=spec.source, key=f"{prefix}.backend")
-    validate(cls.Args, spec.args, file=spec.source, prefix=f"{prefix}.args")
+    try:
+        validate(cls.Args, spec.args, file=spec.source, prefix=f"{prefix}.args")
+    except ConfigError as e:
+        if e.file is not None:
+            raise
+        # raised by a backend's own check (an inline api_key): add where it was written
+        raise ConfigError(e.message, file=spec.source, key=f"{prefix}.args.{e.key or ''}".rstrip(".")) from None
 
 
 def _user_files(user_file: str | Path | None) -> list[Path]:

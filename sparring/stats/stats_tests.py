@@ -26,7 +26,11 @@ def wilson_interval(successes: float, n: float, z: float = 1.959963984540054) ->
     denom = 1.0 + z2 / n
     centre = (p + z2 / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # At p = 0 (p = 1) the bound is exactly 0 (1); computed, it is off by rounding (1e-17), which
+    # makes error bars of plotted rates slightly negative.
+    lower = 0.0 if p == 0.0 else max(0.0, centre - half)
+    upper = 1.0 if p == 1.0 else min(1.0, centre + half)
+    return (lower, upper)
 
 
 def bootstrap_ci(values: Sequence[float], stat: Callable[[np.ndarray], float] = np.mean,

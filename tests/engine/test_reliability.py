@@ -4,7 +4,6 @@ exit non-zero with the command that finishes them, credentials never reach the r
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 

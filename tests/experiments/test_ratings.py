@@ -92,3 +92,14 @@ def test_mean_reward_comparisons():
     assert comps == [Comparison("x", "y", 1.0, "e1")]
     tie = mean_reward_comparisons({"P1": 0.0, "P2": 0.0}, {"P1": "x", "P2": "y"}, "e2")
     assert tie[0].score == 0.5
+
+
+def test_wilson_bounds_are_exact_at_zero_and_all_successes():
+    """0/n and n/n must give bounds of exactly 0 and 1: plotted error bars may not go negative."""
+    from sparring.stats.stats_tests import wilson_interval
+
+    for n in range(1, 501):
+        lo, hi = wilson_interval(0, n)
+        assert lo == 0.0 and 0.0 < hi <= 1.0
+        lo, hi = wilson_interval(n, n)
+        assert hi == 1.0 and 0.0 <= lo < 1.0

@@ -247,3 +247,11 @@ def test_save_model_spec_adds_and_replaces_entries(tmp_path):
     with pytest.raises(ConfigError, match=r"models\.bad\.args\.txt"):
         save_model_spec(ModelSpec(name="bad", backend="scripted", args={"txt": "typo"}), path)
     assert "bad" not in load_model_specs(path)
+
+
+def test_an_inline_api_key_is_refused_naming_the_models_file_and_key(tmp_path):
+    path = write(tmp_path, "user.yaml", "models:\n  x: {backend: openai, args: {model: m, api_key: sk-123456789abc}}\n")
+    with pytest.raises(ConfigError) as info:
+        load_model_specs(path)
+    text = str(info.value)
+    assert str(path) in text and "models.x.args.api_key" in text and "sk-123456789abc" not in text
