@@ -79,14 +79,17 @@ class EpisodeDriver:
         self.state: Any = None
 
     # -- recording --------------------------------------------------------------------------
-    def _record(self, gen: AgentGen, player: str) -> AgentGen:
-        """Pass calls through, logging each call with its result into `self.calls`."""
+    def _record(self, gen: AgentGen, player: str, mine: list[CallRecord]) -> AgentGen:
+        """Pass calls through, logging each call with its result into `self.calls` and into
+        `mine` (this turn's own calls: simultaneous turns interleave in `self.calls`)."""
         try:
             calls = next(gen)
             while True:
                 results = yield calls
                 for call, res in zip(calls, results, strict=False):
-                    self.calls.append(_call_record(call, res, player))
+                    record = _call_record(call, res, player)
+                    self.calls.append(record)
+                    mine.append(record)
                 calls = gen.send(results)
         except StopIteration as stop:
             return stop.value
@@ -142,18 +145,20 @@ class EpisodeDriver:
                               instance_id=self.job.instance_id, flip=self.job.flip,
                               turn=self.turns.get(key, 0), labels=self.labels,
                               lookahead=self._lookahead(player) if player in self.lookahead else None)
-            first = len(self.calls)
-            action = yield from self._record(agent.act(ctx), player)
+            mine: list[CallRecord] = []
+            action = yield from self._record(agent.act(ctx), player, mine)
             if "candidates" in action.meta:  # best-of-N: mark which candidate was kept
-                _mark_candidates(self.calls[first:], action)
+                _mark_candidates(mine, action, player)
             fb = self.game.act(self.state, player, action)
-            for c in self.calls[first:]:
+            for c in mine:
                 c.turn = self.moves
             self.moves += 1
             if fb.accepted:
                 self.turns[key] = self.turns.get(key, 0) + 1
                 return
-            for c in self.calls[first:]:  # an invalid reply, corrected or aborting: never trained on
+            for c in mine:  # an invalid reply, corrected or aborting: never trained on
+                if c.player != player:  # the evaluator's look-ahead calls were not rejected
+                    continue
                 c.rejected = True
                 c.meta["correction"] = fb.correction
                 if fb.abort:
@@ -213,13 +218,15 @@ def _call_record(call: Any, res: Any, player: str) -> CallRecord:
                meta=meta, **fields)
 
 
-def _mark_candidates(calls: list[CallRecord], action: Action) -> None:
-    """Mark which sampled candidate was kept (best-of-N) on the call that produced them."""
+def _mark_candidates(calls: list[CallRecord], action: Action, player: str) -> None:
+    """Mark which sampled candidate was kept (best-of-N) on the call of `player` that produced
+    them (simultaneous turns interleave several players' calls in the record)."""
     if "candidates" not in action.meta:
         return
     n = len(action.meta["candidates"])
     for c in calls:
-        if c.op == "generate" and c.completions and len(c.completions) == n and c.meta.get("purpose") is None:
+        if (c.player == player and c.op == "generate" and c.completions and len(c.completions) == n
+                and c.meta.get("purpose") is None):
             if c.tag not in ("scratchpad", "bon_opponent"):
                 c.chosen = action.meta["chosen"]
                 c.candidate_scores = list(action.meta["candidate_scores"])

@@ -1,0 +1,101 @@
+"""`sparring export {sft,dpo,kto} RUN_DIR... -o OUT [filters]`: training data from stored runs
+(or `--human dond|nyu FILE`: human games replayed through our prompts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(no_args_is_help=True, help="Export stored runs as SFT / DPO / KTO data for TRL.")
+
+Out = typer.Option(..., "--output", "-o", help="Output directory (train.jsonl or train.parquet + README.md).")
+Role = typer.Option(None, "--role", help="Only seats of this role (debater, judge, negotiator, ...).")
+AgentOpt = typer.Option(None, "--agent", help="Only seats played by this agent.")
+Keep = typer.Option("all", "--keep", help="all | winners | correct | above_avg | nonzero | top_k")
+K = typer.Option(100, "--k", min=1, help="top_k: how many (episode, player) pairs.")
+Corrections = typer.Option(False, "--with-corrections", help="Keep rejected replies and the game's corrections.")
+Aborted = typer.Option(False, "--include-aborted", help="Also export aborted episodes.")
+Fmt = typer.Option("jsonl", "--format", help="jsonl | parquet")
+
+
+def _filters(role, agent, keep, k, with_corrections, include_aborted, judge_target="verdict"):
+    from sparring.config_io import validate
+    from sparring.train.export import ExportFilters
+
+    return validate(ExportFilters, {"role": role, "agent": agent, "keep": keep, "k": k,
+                                    "with_corrections": with_corrections, "include_aborted": include_aborted,
+                                    "judge_target": judge_target}, prefix="export")
+
+
+def _done(result) -> None:
+    from rich.console import Console
+
+    Console(soft_wrap=True).print(f"{result.rows} rows -> {result.path} (card: {result.card})")
+
+
+@app.command("sft")
+def sft(runs: list[Path] = typer.Argument(None, help="Run directories."), output: Path = Out,
+        role: str | None = Role, agent: str | None = AgentOpt, keep: str = Keep, k: int = K,
+        with_corrections: bool = Corrections, include_aborted: bool = Aborted,
+        judge_target: str = typer.Option("verdict", "--judge-target", help="verdict | correct (judge rows)"),
+        human: str | None = typer.Option(None, "--human", help="dond | nyu: export human games from FILE instead"),
+        human_file: Path | None = typer.Option(None, "--human-file", help="data.txt (dond) or readable JSONL (nyu)"),
+        split: str = typer.Option("all", "--split", help="Human data: train | val | test | all."),
+        fmt: str = Fmt) -> None:
+    """SFT rows: each player's conversation as its model saw it, its replies as assistant turns."""
+    from sparring.errors import SparringError
+    from sparring.train.export import ExportResult, export, write_rows
+    from sparring.train.export.card import dataset_card
+    from sparring.train.export.human import human_sft_rows
+
+    f = _filters(role, agent, keep, k, with_corrections, include_aborted, judge_target)
+    if human:
+        if human_file is None or runs:
+            raise SparringError("--human needs --human-file FILE (and no run directories)")
+        rows = human_sft_rows(human, human_file, f if (role or agent) else None, split=split)  # type: ignore[arg-type]
+        if not rows:
+            raise SparringError(f"no human games could be replayed from {human_file}")
+        path = write_rows(rows, output, fmt)  # type: ignore[arg-type]
+        card = output / "README.md"
+        card.write_text(dataset_card("sft", rows, [], {"human": human, "file": str(human_file), "split": split},
+                                     {"format": fmt}), encoding="utf-8")
+        _done(ExportResult(path=path, rows=len(rows), card=card))
+        return
+    if not runs:
+        raise SparringError("give one or more run directories (or --human dond|nyu --human-file FILE)")
+    _done(export("sft", runs, output, f, fmt=fmt))  # type: ignore[arg-type]
+
+
+@app.command("dpo")
+def dpo(runs: list[Path] = typer.Argument(..., help="Run directories."), output: Path = Out,
+        role: str | None = Role, agent: str | None = AgentOpt, keep: str = Keep, k: int = K,
+        include_aborted: bool = Aborted,
+        target: str = typer.Option("prob", "--target", help="Soft target: prob | log_prob | logit | binary"),
+        gamma: float = typer.Option(1.0, "--gamma", help="Sharpness of the soft target."),
+        min_gap: float = typer.Option(0.0, "--min-gap", help="Drop pairs whose values differ by less."),
+        fmt: str = Fmt) -> None:
+    """DPO pairs (prompt, chosen, rejected, preference, margin) from best-of-N candidates."""
+    from sparring.train.export import export
+
+    if target not in ("prob", "log_prob", "logit", "binary"):
+        from sparring.errors import SparringError
+
+        raise SparringError(f"--target must be prob, log_prob, logit or binary, got {target!r}")
+    f = _filters(role, agent, keep, k, False, include_aborted)
+    _done(export("dpo", runs, output, f, fmt=fmt, target=target, gamma=gamma, min_gap=min_gap))  # type: ignore[arg-type]
+
+
+@app.command("kto")
+def kto(runs: list[Path] = typer.Argument(..., help="Run directories."), output: Path = Out,
+        role: str | None = Role, agent: str | None = AgentOpt,
+        keep: str = typer.Option("winners", "--keep", help="What counts as desirable (winners, correct, ...)."),
+        k: int = K, include_aborted: bool = Aborted, fmt: str = Fmt) -> None:
+    """KTO rows: every reply, labelled desirable when its episode passes --keep."""
+    from sparring.train.export import export
+
+    _done(export("kto", runs, output, _filters(role, agent, keep, k, False, include_aborted), fmt=fmt))  # type: ignore[arg-type]
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="export")

@@ -1,0 +1,83 @@
+"""Which players' turns become training rows: by role, agent, and by how the episode went."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from pydantic import Field
+
+from sparring.records.record import EpisodeRecord
+from sparring.types import Strict
+
+Keep = Literal["all", "winners", "correct", "above_avg", "nonzero", "top_k"]
+
+
+class ExportFilters(Strict):
+    """Selection of (episode, player) pairs. `keep`:
+    `all`; `winners` (the judge's probability for the player's side > 0.5, or the game's winner);
+    `correct` (the player argued the true answer); `above_avg` (reward above the mean of the
+    selected players' rewards over the runs, as lm-selfplay); `nonzero` (reward != 0); `top_k`
+    (the `k` highest rewards)."""
+
+    role: str | None = Field(None, description="only seats of this role (debater, judge, negotiator, ...)")
+    agent: str | None = Field(None, description="only seats played by this agent")
+    keep: Keep = "all"
+    k: int = Field(100, ge=1, description="top_k: how many (episode, player) pairs to keep")
+    with_corrections: bool = Field(False, description="keep rejected replies and the game's corrections")
+    include_aborted: bool = Field(False, description="also export aborted episodes")
+    judge_target: Literal["verdict", "correct"] = Field(
+        "verdict", description="judge rows: the judge's own verdict, or the correct answer as the target")
+
+
+def reward(rec: EpisodeRecord, player: str) -> float:
+    return float(rec.outcome.rewards.get(player, 0.0)) if rec.outcome else 0.0
+
+
+def argued_correct(rec: EpisodeRecord, player: str) -> bool | None:
+    """Whether `player` argued the true answer (debate records), None when the game has no truth."""
+    metrics = rec.outcome.metrics if rec.outcome else {}
+    positions = metrics.get("positions") or {}
+    if player in positions:
+        return positions[player] == "correct"
+    return None
+
+
+def won(rec: EpisodeRecord, player: str) -> bool:
+    metrics = rec.outcome.metrics if rec.outcome else {}
+    probs = metrics.get("probs")
+    side = (metrics.get("player_side") or {}).get(player)
+    if isinstance(probs, dict) and side in probs:
+        return float(probs[side]) > 0.5
+    return bool(rec.outcome and rec.outcome.winner == player)
+
+
+def select(records: Iterable[EpisodeRecord], f: ExportFilters) -> list[tuple[EpisodeRecord, str]]:
+    """The (record, player) pairs `f` keeps, in record order."""
+    pairs = []
+    for rec in records:
+        if rec.status == "failed" or rec.outcome is None:
+            continue
+        if rec.status == "aborted" and not f.include_aborted:
+            continue
+        for player, seat in rec.seats.items():
+            if f.role and seat.role != f.role:
+                continue
+            if f.agent and seat.agent != f.agent:
+                continue
+            pairs.append((rec, player))
+    if f.keep == "all":
+        return pairs
+    if f.keep == "winners":
+        return [(r, p) for r, p in pairs if won(r, p)]
+    if f.keep == "correct":
+        return [(r, p) for r, p in pairs if argued_correct(r, p)]
+    if f.keep == "nonzero":
+        return [(r, p) for r, p in pairs if reward(r, p) != 0.0]
+    if f.keep == "above_avg":
+        if not pairs:
+            return []
+        mean = sum(reward(r, p) for r, p in pairs) / len(pairs)
+        return [(r, p) for r, p in pairs if reward(r, p) > mean]
+    ranked = sorted(range(len(pairs)), key=lambda i: (-reward(*pairs[i]), i))[: f.k]
+    return [pairs[i] for i in sorted(ranked)]

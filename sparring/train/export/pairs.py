@@ -1,0 +1,76 @@
+"""DPO rows: `{"prompt", "chosen", "rejected", "preference", "margin", "meta"}` (TRL's
+conversational preference format plus a soft target).
+
+Source: best-of-N candidates (each candidate's evaluator score is its value; every candidate was
+sampled for the same shown messages, so chosen and rejected share one identical prompt). Soft targets follow the NYU debate work: `prob` p = σ(γ·(v_c − v_r)),
+`log_prob` σ(γ·(log v_c − log v_r)), `logit` σ(γ·(logit v_c − logit v_r)), `binary` p = 1.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from sparring.records.record import CallRecord, EpisodeRecord
+from sparring.train.export.conversation import meta, own_calls
+from sparring.train.export.filters import ExportFilters, select
+
+Target = Literal["prob", "log_prob", "logit", "binary"]
+_EPS = 1e-6
+
+
+def soft_target(v_chosen: float, v_rejected: float, target: Target = "prob", gamma: float = 1.0) -> float:
+    """Probability that the chosen reply is preferred, from the two values."""
+    if target == "binary":
+        return 1.0
+    if target == "prob":
+        d = v_chosen - v_rejected
+    elif target == "log_prob":
+        d = math.log(max(v_chosen, _EPS)) - math.log(max(v_rejected, _EPS))
+    else:
+        d = _logit(v_chosen) - _logit(v_rejected)
+    return 1.0 / (1.0 + math.exp(-gamma * d))
+
+
+def _logit(v: float) -> float:
+    v = min(max(v, _EPS), 1 - _EPS)
+    return math.log(v / (1 - v))
+
+
+def pair_row(prompt: list[dict[str, str]], chosen: str, rejected: str, v_c: float, v_r: float, target: Target,
+             gamma: float, info: dict[str, Any]) -> dict[str, Any]:
+    return {"prompt": prompt, "chosen": [{"role": "assistant", "content": chosen}],
+            "rejected": [{"role": "assistant", "content": rejected}],
+            "preference": soft_target(v_c, v_r, target, gamma), "margin": v_c - v_r, "meta": info}
+
+
+def candidate_pairs(call: CallRecord, min_gap: float) -> list[tuple[str, str, float, float]]:
+    """(chosen, rejected, v_chosen, v_rejected): the best candidate against every other distinct
+    candidate at least `min_gap` below it (identical texts with different scores are merged)."""
+    if not call.completions or not call.candidate_scores or len(call.completions) < 2:
+        return []
+    best: dict[str, float] = {}
+    for comp, score in zip(call.completions, call.candidate_scores, strict=False):
+        if math.isfinite(score):
+            text = f"{call.assistant_prefix}{comp.text}"
+            best[text] = max(score, best.get(text, -math.inf))
+    if len(best) < 2:
+        return []
+    top_text, top = max(best.items(), key=lambda kv: kv[1])
+    return [(top_text, text, top, v) for text, v in best.items() if text != top_text and top - v >= min_gap]
+
+
+def dpo_rows(records: Iterable[EpisodeRecord], filters: ExportFilters | None = None, *, target: Target = "prob",
+             gamma: float = 1.0, min_gap: float = 0.0) -> list[dict[str, Any]]:
+    """Preference rows from the best-of-N candidates in `records`."""
+    f = filters or ExportFilters()
+    records = list(records)
+    rows: list[dict[str, Any]] = []
+    for rec, player in select(records, f):
+        for call in own_calls(rec, player, with_corrections=False):
+            for chosen, rejected, v_c, v_r in candidate_pairs(call, min_gap):
+                prompt = [{"role": m.role, "content": m.content} for m in call.messages]
+                rows.append(pair_row(prompt, chosen, rejected, v_c, v_r, target, gamma,
+                                     meta(rec, player, source="best_of_n", turn=call.turn)))
+    return rows

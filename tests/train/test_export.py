@@ -1,0 +1,148 @@
+"""Exporters: rows are exactly what each player was shown, filters select the right seats, DPO
+pairs share one prompt with the right soft targets, files load with `datasets`."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from sparring.engine.play import Arena
+from sparring.models.scripted import ScriptedModel
+from sparring.train.export import ExportFilters, dpo_rows, kto_rows, sft_rows, soft_target, write_rows
+
+SIMULTANEOUS = {
+    "game": "debate", "game_args": {"format": "debate", "rounds": 2, "order": "simultaneous"},
+    "dataset": {"name": "generated", "split": "all", "limit": 3},
+    "agents": {"d": {"role": "debater", "model": "speaker", "best_of_n": {"n": 3}},
+               "j": {"role": "judge", "model": "judge"}},
+    "tournament": {"type": "self_play", "participants": ["d"], "judges": ["j"]},
+}
+
+
+def speaker(request) -> str:
+    """Each speech names its speaker and round, so a leaked speech is easy to spot."""
+    player = request.context["player"]
+    return f"{player} speaks in round {request.context['index']} (seed {request.sampling.seed % 7})"
+
+
+@pytest.fixture(scope="module")
+def debate_records():
+    models = {"speaker": ScriptedModel("speaker", mode="callable", function=speaker),
+              "judge": ScriptedModel("judge", score_mode="random", seed=3)}
+    with Arena.from_config(SIMULTANEOUS, models=models) as arena:
+        return arena.play(arena.jobs())
+
+
+def test_sft_rows_hold_exactly_what_each_debater_saw_and_never_a_same_round_speech(debate_records):
+    rows = sft_rows(debate_records, ExportFilters(role="debater"))
+    assert len(rows) == 2 * len(debate_records)  # one multi-turn conversation per debater and episode
+    for row in rows:
+        me = row["meta"]["seat"]
+        other = "Debater_B" if me == "Debater_A" else "Debater_A"
+        msgs = row["messages"]
+        assistant = [m["content"] for m in msgs if m["role"] == "assistant"]
+        assert len(assistant) == 2 and all(a.startswith(f"{me} speaks") for a in assistant)
+        assert msgs[-1]["role"] == "assistant" and row["meta"]["turns"] == 2
+        # simultaneous rounds: before my round-k speech I may see the opponent's speeches of rounds < k only
+        before_second = json.dumps(msgs[: msgs.index(next(m for m in msgs[::-1] if m["role"] == "assistant"))])
+        assert f"{other} speaks in round 1" not in before_second
+        assert row["meta"]["role"] == "debater" and row["meta"]["agent"] == "d"
+
+
+def test_filters_select_seats_and_outcomes(debate_records):
+    all_rows = sft_rows(debate_records, ExportFilters(role="debater"))
+    winners = sft_rows(debate_records, ExportFilters(role="debater", keep="winners"))
+    correct = sft_rows(debate_records, ExportFilters(role="debater", keep="correct"))
+    top = sft_rows(debate_records, ExportFilters(role="debater", keep="top_k", k=2))
+    assert 0 < len(winners) < len(all_rows) and len(correct) == len(all_rows) // 2 and len(top) == 2
+    assert all(r["meta"]["argued_correct"] for r in correct)
+    mean = sum(r["meta"]["reward"] for r in all_rows) / len(all_rows)
+    above = sft_rows(debate_records, ExportFilters(role="debater", keep="above_avg"))
+    assert above and all(r["meta"]["reward"] > mean for r in above)
+    judges = sft_rows(debate_records, ExportFilters(role="judge", judge_target="correct"))
+    assert judges and all(r["messages"][-1]["content"] == f"Answer: {r['meta']['correct_side'][-1]}"
+                          for r in judges)
+
+
+def test_dpo_pairs_share_one_prompt_and_carry_soft_targets(debate_records):
+    rows = dpo_rows(debate_records, ExportFilters(role="debater"), target="prob", gamma=2.0)
+    assert rows
+    for row in rows:
+        assert row["chosen"][0]["content"] != row["rejected"][0]["content"]
+        assert row["margin"] >= 0 and row["preference"] == pytest.approx(1 / (1 + math.exp(-2.0 * row["margin"])))
+        assert row["prompt"][-1]["role"] == "user"
+    assert soft_target(0.8, 0.2, "binary") == 1.0
+    assert soft_target(0.8, 0.2, "log_prob", 1.0) == pytest.approx(1 / (1 + math.exp(-math.log(4))))
+    assert soft_target(0.8, 0.2, "logit", 1.0) == pytest.approx(1 / (1 + math.exp(-2 * math.log(4))))
+    gapped = dpo_rows(debate_records, ExportFilters(role="debater"), min_gap=0.2)
+    assert all(r["margin"] >= 0.2 for r in gapped) and len(gapped) < len(rows)
+
+
+def test_kto_rows_label_replies_by_outcome(debate_records):
+    rows = kto_rows(debate_records, ExportFilters(role="debater", keep="winners"))
+    assert {r["label"] for r in rows} == {True, False}
+    assert all(r["completion"][0]["role"] == "assistant" for r in rows)
+
+
+def test_rejected_replies_and_corrections_stay_out_unless_asked():
+    config = {"game": "dond", "game_args": {"max_turns": 4},
+              "dataset": {"name": "dond_generated", "args": {"n": 2, "seed": 0}},
+              "agents": {"a": {"role": "negotiator", "model": "sloppy"}, "b": {"role": "negotiator", "model": "ok"}},
+              "tournament": {"type": "custom", "matchups": [["a", "b"]]}}
+    models = {"sloppy": ScriptedModel("sloppy", mode="cycle", texts=["no tag here", "[message] sorry, with a tag"]),
+              "ok": ScriptedModel("ok", text="[message] fine")}
+    with Arena.from_config(config, models=models) as arena:
+        records = arena.play(arena.jobs())
+    assert any(c.rejected for r in records for c in r.calls)
+    clean = sft_rows(records, ExportFilters(agent="a"))
+    assert clean and not any("no tag here" in m["content"] for r in clean for m in r["messages"])
+    raw = sft_rows(records, ExportFilters(agent="a", with_corrections=True))
+    assert any("no tag here" in m["content"] for r in raw for m in r["messages"])
+
+
+def test_exported_files_load_with_datasets(tmp_path, debate_records):
+    import datasets
+
+    for kind, rows in (("sft", sft_rows(debate_records)), ("dpo", dpo_rows(debate_records)),
+                       ("kto", kto_rows(debate_records))):
+        path = write_rows(rows, tmp_path / kind)
+        ds = datasets.load_dataset("json", data_files=str(path), split="train")
+        assert len(ds) == len(rows)
+        expected = {"sft": {"messages"}, "dpo": {"prompt", "chosen", "rejected", "preference"},
+                    "kto": {"prompt", "completion", "label"}}[kind]
+        assert expected <= set(ds.column_names)
+    parquet = write_rows(sft_rows(debate_records), tmp_path / "pq", "parquet")
+    assert len(datasets.load_dataset("parquet", data_files=str(parquet), split="train")) > 0
+
+
+def test_the_export_cli_writes_rows_and_a_card_or_says_why_not(tmp_path):
+    from typer.testing import CliRunner
+
+    from sparring.cli import app
+
+    runner = CliRunner()
+    run = runner.invoke(app, ["run", "scripted-debate", "-n", "2", "-o", str(tmp_path), "--run-name", "r", "--quiet",
+                              "--no-report"])
+    assert run.exit_code == 0, run.output
+    ok = runner.invoke(app, ["export", "sft", str(tmp_path / "r"), "-o", str(tmp_path / "sft"), "--role", "debater"])
+    assert ok.exit_code == 0 and (tmp_path / "sft" / "train.jsonl").is_file()
+    assert "config hash" in (tmp_path / "sft" / "README.md").read_text()
+    none = runner.invoke(app, ["export", "dpo", str(tmp_path / "r"), "-o", str(tmp_path / "dpo")])
+    assert none.exit_code == 2 and "best_of_n" in none.output and not (tmp_path / "dpo" / "train.jsonl").exists()
+    bad = runner.invoke(app, ["export", "sft", str(tmp_path / "nowhere"), "-o", str(tmp_path / "x")])
+    assert bad.exit_code == 2 and "not a run directory" in bad.output
+
+
+def test_human_dond_dialogues_become_rows_in_our_prompts():
+    from pathlib import Path
+
+    from sparring.train.export.human import human_sft_rows
+
+    data = Path(__file__).parents[2].parent / "shared" / "data" / "dond" / "val.txt"
+    if not data.is_file():
+        pytest.skip("shared reference data not present")
+    rows = human_sft_rows("dond", data, limit=6)
+    assert rows and all(r["meta"]["source"] == "human:dond" for r in rows)
+    assert all(r["messages"][0]["role"] == "system" and r["messages"][-1]["role"] == "assistant" for r in rows)
