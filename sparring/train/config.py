@@ -1,0 +1,56 @@
+"""Strict schemas of training settings (`configs/train/*.yaml` and the loops' `train:` blocks)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from sparring.types import Strict
+
+
+class LoraSettings(Strict):
+    """PEFT LoRA: the default (set `lora: null` for full fine-tuning)."""
+
+    r: int = Field(8, ge=1)
+    alpha: int = Field(16, ge=1)
+    dropout: float = Field(0.05, ge=0.0, lt=1.0)
+    target_modules: list[str] | Literal["all-linear"] = "all-linear"
+
+
+class DPOSettings(Strict):
+    loss_type: list[str] = Field(default_factory=lambda: ["sigmoid"],
+                                 description="TRL DPO loss types (sigmoid, hinge, ipo, robust, sigmoid_norm, ...)")
+    beta: float = Field(0.1, gt=0.0)
+    soft: bool = Field(False, description="soft-preference loss with the rows' `preference` targets (NYU smoothed DPO)")
+    sft_weight: float = Field(0.0, ge=0.0, description="soft loss: alpha x the SFT loss on the chosen reply")
+
+
+class KTOSettings(Strict):
+    beta: float = Field(0.1, gt=0.0)
+    desirable_weight: float = Field(1.0, gt=0.0)
+    undesirable_weight: float = Field(1.0, gt=0.0)
+
+
+class TrainSettings(Strict):
+    """One training run. `model`: a model name from the models registry (an `hf` spec, e.g. the
+    bundled `smollm2-135m`) or a model directory. `adapter`: continue training this LoRA adapter
+    (its previous weights are also the DPO reference)."""
+
+    method: Literal["sft", "dpo", "kto"] = "sft"
+    model: str = "smollm2-135m"
+    adapter: str | None = None
+    lora: LoraSettings | None = Field(default_factory=LoraSettings)
+    quantization: Literal["4bit"] | None = Field(None, description="QLoRA: 4-bit base weights (CUDA only)")
+    learning_rate: float = Field(5e-5, gt=0.0)
+    epochs: float = Field(1.0, gt=0.0)
+    max_steps: int = Field(-1, description="stop after this many optimizer steps (-1: by epochs)")
+    batch_size: int = Field(2, ge=1, description="per device")
+    gradient_accumulation: int = Field(1, ge=1)
+    max_length: int = Field(1024, ge=16, description="tokens per row; longer rows are dropped, not cut")
+    assistant_only_loss: bool = True
+    gradient_checkpointing: bool = True
+    seed: int = 0
+    logging_steps: int = Field(1, ge=1)
+    dpo: DPOSettings = Field(default_factory=DPOSettings)
+    kto: KTOSettings = Field(default_factory=KTOSettings)

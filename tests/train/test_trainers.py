@@ -1,0 +1,123 @@
+"""Trainers: the soft-preference loss against a hand computation; each trainer takes two steps on a
+tiny random model from exported rows; the patched chat template renders like the original."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from sparring.train.chat_templates import patched_template
+from sparring.train.soft_dpo import soft_preference_loss
+
+
+def test_soft_preference_loss_matches_a_hand_computation():
+    policy_c, policy_r = torch.tensor([-4.0, -9.0]), torch.tensor([-6.0, -8.0])
+    ref_c, ref_r = torch.tensor([-5.0, -9.5]), torch.tensor([-5.0, -8.0])
+    len_c, len_r = torch.tensor([2.0, 3.0]), torch.tensor([4.0, 1.0])
+    pref = torch.tensor([0.9, 0.3])
+    beta, alpha = 0.5, 0.2
+    got = soft_preference_loss(policy_c, policy_r, ref_c, ref_r, len_c, len_r, pref, beta, alpha)
+
+    def by_hand(pc, pr, rc, rr, lc, lr, p):
+        delta = (pc - rc) / lc - (pr - rr) / lr
+        sig = lambda x: 1 / (1 + math.exp(-x))  # noqa: E731
+        return -p * math.log(sig(beta * delta)) - (1 - p) * math.log(sig(-beta * delta)) + alpha * (-pc / lc)
+
+    # row 0: delta = (1/2) - (-1/4) = 0.75; row 1: delta = (0.5/3) - 0 = 1/6
+    want = [by_hand(-4, -6, -5, -5, 2, 4, 0.9), by_hand(-9, -8, -9.5, -8, 3, 1, 0.3)]
+    assert got.tolist() == pytest.approx(want, rel=1e-6)
+    hard = soft_preference_loss(policy_c, policy_r, ref_c, ref_r, len_c, len_r, torch.ones(2), beta)
+    assert hard[0].item() == pytest.approx(-math.log(1 / (1 + math.exp(-beta * 0.75))))  # p = 1: plain DPO
+
+
+def test_the_patched_template_renders_exactly_like_the_original():
+    from sparring.models.tiny import tiny_tokenizer
+
+    tok = tiny_tokenizer()
+    original = tok.chat_template
+    patched = patched_template(original)
+    assert patched and "{% generation %}" in patched
+    conversations = [
+        [{"role": "system", "content": "Rules."}, {"role": "user", "content": "Hi"},
+         {"role": "assistant", "content": "[message] hello"}, {"role": "user", "content": "Your turn"}],
+        [{"role": "user", "content": "Speak."}, {"role": "assistant", "content": "I argue A.\nBecause."}],
+    ]
+    for conv in conversations:
+        for gen in (True, False):
+            tok.chat_template = original
+            want = tok.apply_chat_template(conv, tokenize=False, add_generation_prompt=gen)
+            tok.chat_template = patched
+            assert tok.apply_chat_template(conv, tokenize=False, add_generation_prompt=gen) == want
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory):
+    """Short SFT / DPO / KTO rows (hand-built, in the exporters' formats)."""
+    sys_msg = {"role": "system", "content": "Negotiate."}
+    prompt = [sys_msg, {"role": "user", "content": "Your turn."}]
+    sft = [{"messages": prompt + [{"role": "assistant", "content": f"[message] offer {i}"}], "meta": {}}
+           for i in range(4)]
+    dpo = [{"prompt": prompt, "chosen": [{"role": "assistant", "content": f"[propose] {i} books"}],
+            "rejected": [{"role": "assistant", "content": "no"}], "preference": 0.8, "margin": 0.3, "meta": {}}
+           for i in range(4)]
+    kto = [{"prompt": prompt, "completion": [{"role": "assistant", "content": f"reply {i}"}], "label": i % 2 == 0,
+            "meta": {}} for i in range(4)]
+    return {"sft": sft, "dpo": dpo, "kto": kto}
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    from sparring.models.tiny import save_tiny_model
+
+    return save_tiny_model(tmp_path_factory.mktemp("tiny-base"), seed=0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method,extra", [("sft", {}), ("dpo", {}), ("dpo", {"dpo": {"loss_type": ["ipo"]}}),
+                                          ("dpo", {"dpo": {"soft": True, "sft_weight": 0.1}}), ("kto", {})])
+def test_each_trainer_takes_two_steps_and_saves_an_adapter_the_hf_backend_loads(tmp_path, rows, tiny_dir,
+                                                                                  method, extra):
+    from sparring.models.hf import HFModel
+    from sparring.train.config import TrainSettings
+    from sparring.train.trainers import train
+    from sparring.types import GenerateRequest, Message, Sampling
+
+    settings = TrainSettings(method=method, model=str(tiny_dir), max_steps=2, batch_size=2, max_length=256,
+                             learning_rate=1e-3, **extra)
+    result = train(rows[method], settings, tmp_path / "adapter")
+    assert result.steps == 2 and result.loss is not None and math.isfinite(result.loss)
+    assert (tmp_path / "adapter" / "adapter_config.json").is_file()
+    assert not (tmp_path / "adapter" / "ref").exists()  # only the trained adapter is saved
+    summary = json.loads((tmp_path / "adapter" / "train_summary.json").read_text())
+    assert summary["steps"] == 2
+    model = HFModel(name="tuned", model=str(tiny_dir), adapters={"v1": str(tmp_path / "adapter")},
+                    default_adapter="v1")
+    (out,) = model.generate([GenerateRequest(messages=[Message(role="user", content="hi")],
+                                             sampling=Sampling(max_new_tokens=3))])
+    assert out[0].finish_reason in ("stop", "length")
+
+
+@pytest.mark.slow
+def test_dpo_continuing_an_adapter_uses_it_as_the_reference(tmp_path, rows, tiny_dir):
+    """Iteration k trains adapter k-1 further; TRL's frozen copy of it is the reference, and only
+    the trained adapter is saved."""
+    from sparring.train.config import TrainSettings
+    from sparring.train.trainers import train
+
+    first = train(rows["sft"], TrainSettings(model=str(tiny_dir), max_steps=1, max_length=256), tmp_path / "a1")
+    second = train(rows["dpo"], TrainSettings(method="dpo", model=str(tiny_dir), adapter=str(first.adapter),
+                                              max_steps=1, max_length=256), tmp_path / "a2")
+    assert second.steps == 1 and (tmp_path / "a2" / "adapter_config.json").is_file()
+    assert not (tmp_path / "a2" / "ref").exists()
+
+
+def test_rows_longer_than_max_length_are_dropped_and_counted(rows, tiny_dir):
+    from sparring.models.tiny import tiny_tokenizer
+    from sparring.train.trainers import _fit
+
+    long = [{"messages": [{"role": "user", "content": "word " * 400}, {"role": "assistant", "content": "ok"}]}]
+    kept, dropped = _fit(rows["sft"] + long, tiny_tokenizer(), 64, ("messages",))
+    assert len(kept) == len(rows["sft"]) and dropped == 1
