@@ -1,0 +1,221 @@
+"""Iterative DPO (`scripts/run_iterative_dpo.py`): play → pairs → DPO → register → evaluate, K times.
+
+For k = 1..K: the current policy (the base model, then adapter k−1) plays the configured self-play
+games with best-of-N, judged by the configured judge; its candidates become DPO pairs; DPO trains
+adapter k with the previous policy as the reference; `ALIAS@k` is registered in the loop's models
+file; held-out cross-play of `ALIAS@k` against the base and against `ALIAS@k−1` gives win rates,
+Bradley–Terry ratings and judge accuracy. Every stage records its completion in `state.json`, so a
+killed loop rerun with the same command continues at the stage where it stopped and never trains a
+finished iteration again (the games themselves resume inside their run directories).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sparring.config_io import load_yaml_model, read_yaml
+from sparring.errors import SparringError
+from sparring.train.loop_config import LoopConfig
+
+STAGES = ("play", "export", "train", "register", "evaluate")
+
+
+class Loop:
+    def __init__(self, config: LoopConfig, file: str, *, console: Any = None):
+        from rich.console import Console
+
+        self.config, self.file = config, file
+        self.dir = Path(config.output_dir or Path(os.environ.get("SPARRING_RUNS_DIR") or "runs") / config.name)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.console = console or Console()
+        self.state_path = self.dir / "state.json"
+        self.state: dict[str, Any] = (json.loads(self.state_path.read_text()) if self.state_path.is_file()
+                                      else {"iterations": {}})
+
+    # -- bookkeeping ---------------------------------------------------------------------------
+    def _save(self) -> None:
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.state, indent=2, sort_keys=True))
+        os.replace(tmp, self.state_path)
+
+    def _it(self, k: int) -> dict[str, Any]:
+        return self.state["iterations"].setdefault(str(k), {"done": []})
+
+    def _stage(self, k: int, stage: str, fn) -> Any:
+        it = self._it(k)
+        if stage in it["done"]:
+            return it.get(stage)
+        self.console.print(f"[bold]iteration {k}: {stage}[/bold]")
+        it[stage] = fn(k)
+        it["done"].append(stage)
+        self._save()
+        return it[stage]
+
+    def policy(self, k: int) -> str:
+        """The model alias playing in iteration k: ALIAS@0 is the base model."""
+        return f"{self.config.alias}@{k - 1}"
+
+    @property
+    def models_file(self) -> Path:
+        return self.dir / "models.yaml"
+
+    # -- stages --------------------------------------------------------------------------------
+    def _run(self, data: dict[str, Any], run_name: str) -> Path:
+        from sparring.engine.run import RunOptions, run_experiment
+
+        path = self.dir / "configs" / f"{run_name}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        result = run_experiment(RunOptions(configuration=str(path), output_dir=str(self.dir / "runs"),
+                                           run_name=run_name, quiet=False),
+                                console=self.console)
+        if result.status != "complete":
+            raise SparringError(f"{run_name}: the run ended {result.status}; rerun the loop to resume it")
+        return Path(result.run_dir or "")
+
+    def _experiment(self, data: dict[str, Any], name: str) -> dict[str, Any]:
+        data = copy.deepcopy(data)
+        data["name"] = name
+        data["models_file"] = str(self.models_file.resolve())
+        return data
+
+    def play(self, k: int) -> dict[str, Any]:
+        cfg = self._experiment(self.config.selfplay, f"{self.config.name}-play-{k}")
+        agents = cfg.get("agents") or {}
+        if self.config.policy_agent not in agents:
+            raise SparringError(f"{self.file}: selfplay has no agent {self.config.policy_agent!r} (policy_agent)")
+        agents[self.config.policy_agent]["model"] = self.policy(k)
+        return {"run_dir": str(self._run(cfg, f"play-{k}"))}
+
+    def export(self, k: int) -> dict[str, Any]:
+        from sparring.records.reader import iter_records
+        from sparring.train.export import ExportFilters, dpo_rows, write_rows
+
+        e = self.config.export
+        records = list(iter_records(self._it(k)["play"]["run_dir"]))
+        rows = dpo_rows(records, ExportFilters(agent=self.config.policy_agent), target=e.target, gamma=e.gamma,
+                        min_gap=e.min_gap)
+        if e.max_pairs is not None:
+            rows = sorted(rows, key=lambda r: -r["margin"])[: e.max_pairs]
+        if not rows:
+            raise SparringError(f"iteration {k}: self-play gave no preference pairs (the policy agent needs "
+                                "best_of_n with n >= 2, and candidates that the judge scores differently)")
+        path = write_rows(rows, self.dir / f"iter-{k}" / "data")
+        return {"path": str(path), "pairs": len(rows)}
+
+    def train(self, k: int) -> dict[str, Any]:
+        from sparring.train.trainers import train_dpo
+
+        prev = self._it(k - 1).get("train", {}).get("adapter") if k > 1 else None
+        settings = self.config.train.model_copy(update={"method": "dpo", "adapter": prev})
+        result = train_dpo(self._it(k)["export"]["path"], settings, self.dir / f"iter-{k}" / "adapter")
+        return {"adapter": str(result.adapter.resolve()), "rows": result.rows, "dropped": result.dropped,
+                "steps": result.steps, "loss": result.loss}
+
+    def _base_entry(self) -> dict[str, Any]:
+        """The base model as an `hf` models-file entry (a registry name or a model directory)."""
+        from sparring.models.registry import load_model_specs, resolve_name
+
+        model = self.config.train.model
+        if Path(model).expanduser().is_dir():
+            return {"backend": "hf", "args": {"model": str(Path(model).expanduser().resolve())}}
+        specs = load_model_specs(self.config.models_file)
+        try:
+            base = specs[resolve_name(model, specs)]
+        except KeyError:
+            raise SparringError(f"{self.file}: train.model {model!r} is neither a model name nor a directory") from None
+        return {"backend": base.backend, "args": dict(base.args), "sampling": dict(base.sampling)}
+
+    def register(self, k: int) -> dict[str, Any]:
+        """ALIAS@k in the loop's models file: the base model's entry with adapter k as default."""
+        data = read_yaml(self.models_file)
+        alias = f"{self.config.alias}@{k}"
+        entry = copy.deepcopy(data["models"][f"{self.config.alias}@0"])
+        entry["args"].update(adapters={f"iter{k}": self._it(k)["train"]["adapter"]}, default_adapter=f"iter{k}")
+        data["models"][alias] = entry
+        self._write_models(data)
+        return {"alias": alias}
+
+    def _write_models(self, data: dict[str, Any]) -> None:
+        tmp = self.models_file.with_suffix(".tmp")
+        tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        os.replace(tmp, self.models_file)
+
+    def evaluate(self, k: int) -> dict[str, Any]:
+        from sparring.analysis.report import write_report
+
+        policy = self.config.selfplay["agents"][self.config.policy_agent]
+        plain = {key: v for key, v in policy.items() if key not in ("best_of_n", "model")}
+        new, base, prev = f"{self.config.alias}@{k}", "base", f"{self.config.alias}@{k - 1}"
+        agents = {new: {**plain, "model": new}, base: {**plain, "model": f"{self.config.alias}@0"}}
+        matchups = [[new, base]]
+        if k > 1:
+            agents[prev] = {**plain, "model": prev}
+            matchups.append([new, prev])
+        sp = self.config.selfplay
+        judges = sp.get("tournament", {}).get("judges") or []
+        agents.update({j: sp["agents"][j] for j in judges})
+        cfg = self._experiment({"game": sp["game"], "game_args": sp.get("game_args", {}),
+                                "dataset": self.config.evaluation.dataset, "agents": agents,
+                                "tournament": {"type": "custom", "matchups": matchups, "judges": judges,
+                                               "flip": self.config.evaluation.flip,
+                                               "repeats": self.config.evaluation.repeats},
+                                "run": sp.get("run", {})}, f"{self.config.name}-eval-{k}")
+        run_dir = self._run(cfg, f"eval-{k}")
+        write_report(run_dir)
+        stats = json.loads((run_dir / "report" / "stats.json").read_text())
+        out: dict[str, Any] = {"run_dir": str(run_dir), "vs": {}}
+        for row in stats["matchups"]:
+            a, b = row["agent_a"], row["agent_b"]
+            if new in (a, b):
+                other = b if a == new else a
+                rate = row["a_win_rate"] if a == new else 1 - row["a_win_rate"]
+                lo, hi = row["a_win_rate_ci"] if a == new else [1 - row["a_win_rate_ci"][1], 1 - row["a_win_rate_ci"][0]]
+                out["vs"][other] = {"win_rate": rate, "ci": [lo, hi], "games": row["games"]}
+        out["ratings"] = {p: {"rating": r["rating"], "ci": [r["ci_low"], r["ci_high"]]}
+                          for p, r in stats["ratings"]["players"].items()}
+        judge = (stats.get("sections", {}).get("debate") or {}).get("judge_accuracy", {}).get("overall")
+        if judge:
+            out["judge_accuracy"] = {"accuracy": judge["accuracy"], "ci": judge["accuracy_ci"], "n": judge["n"]}
+        return out
+
+    # -- the loop ------------------------------------------------------------------------------
+    def run(self) -> Path:
+        if not self.models_file.is_file():
+            user = read_yaml(self.config.models_file) if self.config.models_file else None
+            models = dict((user or {}).get("models") or {})
+            models[f"{self.config.alias}@0"] = self._base_entry()
+            self._write_models({"models": models})
+        for k in range(1, self.config.iterations + 1):
+            for stage in STAGES:
+                self._stage(k, stage, getattr(self, stage))
+        return self.write_report()
+
+    def write_report(self) -> Path:
+        from sparring.train.loop_report import loop_report
+
+        return loop_report(self.dir, self.config, self.state)
+
+
+def load_loop(name_or_path: str) -> tuple[LoopConfig, str]:
+    """A loop config by path or by name (`configs/train/NAME.yaml`, yours first, then shipped)."""
+    from importlib import resources
+
+    path = Path(name_or_path).expanduser()
+    if not path.is_file():
+        candidates = [Path.cwd() / "configs" / "train" / f"{name_or_path}.yaml",
+                      Path(str(resources.files("sparring") / "configs" / "train" / f"{name_or_path}.yaml"))]
+        found = next((p for p in candidates if p.is_file()), None)
+        if found is None:
+            raise SparringError(f"no loop configuration {name_or_path!r} (looked in configs/train/ and the shipped ones)")
+        path = found
+    config = load_yaml_model(LoopConfig, path)
+    if not config.name:
+        config = config.model_copy(update={"name": path.stem})
+    return config, str(path)

@@ -1,0 +1,42 @@
+"""Schema of an iterative-DPO loop (`configs/train/*.yaml`, `scripts/run_iterative_dpo.py`)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from sparring.train.config import TrainSettings
+from sparring.types import Strict
+
+
+class ExportSettings(Strict):
+    """Which preference pairs each iteration's self-play yields (see `sparring export dpo`)."""
+
+    target: Literal["prob", "log_prob", "logit", "binary"] = "prob"
+    gamma: float = Field(1.0, gt=0.0)
+    min_gap: float = Field(0.0, ge=0.0)
+    max_pairs: int | None = Field(None, ge=1, description="keep the pairs with the largest margins")
+
+
+class EvalSettings(Strict):
+    """Held-out cross-play after each iteration: the new policy against the base and the previous one."""
+
+    dataset: dict[str, Any] = Field(description="the `dataset:` block of the evaluation games (held-out split)")
+    flip: bool = True
+    repeats: int = Field(1, ge=1)
+
+
+class LoopConfig(Strict):
+    name: str = ""
+    description: str = ""
+    alias: str = Field("policy", description="adapters are registered as ALIAS@1, ALIAS@2, ...")
+    iterations: int = Field(2, ge=1)
+    output_dir: str | None = Field(None, description="default: runs/<name>")
+    models_file: str | None = Field(None, description="your models file (the base model's spec)")
+    policy_agent: str = Field("policy", description="the agent of `selfplay` that is trained")
+    selfplay: dict[str, Any] = Field(description="an experiment config (game, dataset, agents, tournament); the "
+                                                 "policy agent should use best_of_n so its turns yield pairs")
+    export: ExportSettings = Field(default_factory=ExportSettings)
+    train: TrainSettings = Field(default_factory=lambda: TrainSettings(method="dpo"))
+    evaluation: EvalSettings

@@ -1,0 +1,73 @@
+"""The loop's report: a per-iteration table (pairs, DPO loss, win rates with CIs, judge accuracy)
+and a plot of the new policy's win rate against the base and the previous policy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def _fmt(v: Any) -> str:
+    return "–" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def _rate(block: dict[str, Any] | None) -> str:
+    if not block:
+        return "–"
+    lo, hi = block["ci"]
+    return f"{block['win_rate']:.2f} [{lo:.2f}, {hi:.2f}] (n={block['games']})"
+
+
+def loop_report(out_dir: Path, config: Any, state: dict[str, Any]) -> Path:
+    rows, xs, vs_base, vs_prev = [], [], [], []
+    for k in range(1, config.iterations + 1):
+        it = state["iterations"].get(str(k), {})
+        ev, tr, ex = it.get("evaluate") or {}, it.get("train") or {}, it.get("export") or {}
+        new = f"{config.alias}@{k}"
+        base_block = (ev.get("vs") or {}).get("base")
+        prev_block = (ev.get("vs") or {}).get(f"{config.alias}@{k - 1}")
+        rating = (ev.get("ratings") or {}).get(new, {}).get("rating")
+        judge = ev.get("judge_accuracy") or {}
+        rows.append(f"| {k} | {ex.get('pairs', '–')} | {_fmt(tr.get('loss'))} | {_rate(base_block)} | "
+                    f"{_rate(prev_block)} | {_fmt(rating)} | {_fmt(judge.get('accuracy'))} | "
+                    f"{', '.join(it.get('done', [])) or '–'} |")
+        if base_block:
+            xs.append(k)
+            vs_base.append(base_block["win_rate"])
+            vs_prev.append(prev_block["win_rate"] if prev_block else None)
+    plot = _plot(out_dir, xs, vs_base, vs_prev)
+    text = "\n".join([
+        f"# Iterative DPO: {config.name}", "",
+        f"Base model `{config.train.model}`; adapters registered as `{config.alias}@k` in `{out_dir / 'models.yaml'}`.",
+        "", "| iteration | DPO pairs | DPO loss | win rate vs base [95% CI] | vs previous | BT rating | "
+        "judge accuracy | stages done |", "|---|---|---|---|---|---|---|---|", *rows, "",
+        *([f"![win rate per iteration]({plot.name})", ""] if plot else []),
+        "Win rates count the new policy's debates (both sides, judged by the configured judge) on the held-out "
+        "evaluation questions; a tie counts half. Bradley–Terry ratings are on the Elo scale (anchor 1000).", ""])
+    path = out_dir / "report.md"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _plot(out_dir: Path, xs: list[int], vs_base: list[float], vs_prev: list[float | None]) -> Path | None:
+    if not xs:
+        return None
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(5, 3.2))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ax.plot(xs, vs_base, marker="o", label="vs base")
+    prev = [(x, v) for x, v in zip(xs, vs_prev, strict=True) if v is not None]
+    if prev:
+        ax.plot([x for x, _ in prev], [v for _, v in prev], marker="s", label="vs previous")
+    ax.axhline(0.5, color="grey", ls="--", lw=1)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("win rate of the new policy")
+    ax.set_ylim(0, 1)
+    ax.set_xticks(xs)
+    ax.legend(fontsize=8)
+    path = out_dir / "win_rate.png"
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    return path

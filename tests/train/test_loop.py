@@ -1,0 +1,73 @@
+"""The iterative DPO loop end to end on a tiny random model with a scripted judge: two iterations,
+a crash between stages, and the resume that continues where it stopped."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from sparring.train.loop import Loop, load_loop
+
+pytestmark = pytest.mark.slow  # trains a tiny model four times: about a minute on 2 CPU cores
+
+
+@pytest.fixture
+def loop_file(tmp_path):
+    from sparring.models.tiny import save_tiny_model
+
+    tiny = save_tiny_model(tmp_path / "tiny", seed=0)
+    (tmp_path / "models.yaml").write_text(yaml.safe_dump({"models": {
+        "scripted-judge": {"backend": "scripted", "args": {"score_mode": "random", "seed": 5}}}}))
+    config = {
+        "alias": "tiny-dpo", "iterations": 2, "output_dir": str(tmp_path / "loop"),
+        "models_file": str(tmp_path / "models.yaml"), "policy_agent": "policy",
+        "selfplay": {"game": "debate", "game_args": {"format": "debate", "rounds": 1},
+                     "dataset": {"name": "generated", "split": "train", "limit": 2},
+                     "agents": {"policy": {"role": "debater", "model": "ignored", "best_of_n": {"n": 2},
+                                           "sampling": {"temperature": 1.0, "max_new_tokens": 6}},
+                                "judge": {"role": "judge", "model": "scripted-judge"}},
+                     "tournament": {"type": "self_play", "participants": ["policy"], "judges": ["judge"]}},
+        "train": {"method": "dpo", "model": str(tiny), "max_steps": 1, "batch_size": 2, "max_length": 1024,
+                  "dpo": {"soft": True}},
+        "evaluation": {"dataset": {"name": "generated", "split": "test", "limit": 1}},
+    }
+    path = tmp_path / "tiny-loop.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_two_iterations_with_a_crash_between_stages_and_the_resume(loop_file, monkeypatch, tmp_path):
+    config, file = load_loop(str(loop_file))
+    trained: list[int] = []
+    real_train = Loop.train
+
+    def crash_in_iteration_two(self, k):
+        if k == 2 and not any(t == -2 for t in trained):
+            trained.append(-2)
+            raise RuntimeError("killed between export and train")
+        trained.append(k)
+        return real_train(self, k)
+
+    monkeypatch.setattr(Loop, "train", crash_in_iteration_two)
+    with pytest.raises(RuntimeError, match="killed"):
+        Loop(config, file).run()
+    state = json.loads((tmp_path / "loop" / "state.json").read_text())
+    assert state["iterations"]["1"]["done"] == ["play", "export", "train", "register", "evaluate"]
+    assert state["iterations"]["2"]["done"] == ["play", "export"]
+
+    report = Loop(config, file).run()  # the rerun: continues at iteration 2's train stage
+    assert trained == [1, -2, 2]  # iteration 1 was never trained again
+    state = json.loads((tmp_path / "loop" / "state.json").read_text())
+    for k in ("1", "2"):
+        it = state["iterations"][k]
+        assert it["done"] == ["play", "export", "train", "register", "evaluate"]
+        assert it["export"]["pairs"] > 0 and it["train"]["steps"] == 1
+        assert "base" in it["evaluate"]["vs"]
+    assert "tiny-dpo@1" in state["iterations"]["2"]["evaluate"]["vs"]  # @2 also plays @1
+    models = yaml.safe_load((tmp_path / "loop" / "models.yaml").read_text())["models"]
+    assert {"tiny-dpo@0", "tiny-dpo@1", "tiny-dpo@2", "scripted-judge"} <= set(models)
+    assert models["tiny-dpo@2"]["args"]["default_adapter"] == "iter2"
+    text = report.read_text()
+    assert "| 2 |" in text and "win rate vs base" in text
