@@ -121,5 +121,23 @@ def check(
         model.close()
 
 
+@app.command("merge-adapter")
+def merge_adapter(
+    adapter: Path = typer.Argument(..., help="A LoRA adapter directory (e.g. from `sparring train`)."),
+    output: Path = typer.Option(..., "--output", "-o", help="Directory for the merged full model."),
+    base: str | None = typer.Option(None, "--base", help="Base model name or directory (default: the "
+                                                         "adapter's base_model_name_or_path)."),
+) -> None:
+    """Merge a LoRA adapter into its base model and save a full model directory (safetensors)."""
+    from rich.console import Console
+
+    from sparring.errors import SparringError
+    from sparring.train.merge import merge_adapter as merge
+
+    if not (adapter / "adapter_config.json").is_file():
+        raise SparringError(f"{adapter} is not an adapter directory (no adapter_config.json)")
+    Console(soft_wrap=True).print(f"merged model: {merge(adapter, output, base)}")
+
+
 def register(root: typer.Typer) -> None:
     root.add_typer(app, name="models")

@@ -73,6 +73,29 @@ class OpenAIModel(RemoteModel):
 
         return openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError
 
+    # -- served LoRA adapters ------------------------------------------------------------------
+    def load_adapter(self, name: str, path: str) -> None:
+        """Ask a vLLM server to load a LoRA adapter under `name` (vLLM started with
+        `--enable-lora` and `VLLM_ALLOW_RUNTIME_LORA_UPDATING=True`); requests whose `adapter` is
+        `name` (an agent's `adapter:`) are then served by it. `path` is read by the server."""
+        import httpx
+
+        from sparring.errors import BackendError
+        from sparring.models.secrets import PLACEHOLDER_KEY, redact, resolve_api_key
+
+        secret = resolve_api_key(provider=self.what, env_var=self.args.api_key_env,
+                                 key_file=self.args.api_key_file, required=self.args.base_url is None)
+        url = (self.args.base_url or self.default_base_url).rstrip("/") + "/load_lora_adapter"
+        headers = {"Authorization": f"Bearer {secret.get() if secret else PLACEHOLDER_KEY}"}
+        try:
+            resp = httpx.post(url, json={"lora_name": name, "lora_path": path}, headers=headers,
+                              timeout=self.args.timeout_s)
+        except httpx.HTTPError as e:
+            raise BackendError(f"{self.what}: cannot load adapter {name!r}: {type(e).__name__}") from None
+        if resp.status_code >= 400:
+            raise BackendError(f"{self.what}: loading adapter {name!r} failed ({resp.status_code}): "
+                               f"{redact(resp.text[:300], [secret])}", status=resp.status_code)
+
     # -- request building ----------------------------------------------------------------------
     def _messages(self, messages: list[Message], prefix: str) -> tuple[list[dict[str, str]], dict[str, Any]]:
         """Chat messages and extra body fields for a request continuing `prefix`."""
@@ -103,7 +126,7 @@ class OpenAIModel(RemoteModel):
     async def _generate_one(self, req: GenerateRequest) -> Completion:
         s = req.sampling
         messages, extra = self._messages(req.messages, req.assistant_prefix)
-        kwargs: dict[str, Any] = {"model": self.args.model, "messages": messages,
+        kwargs: dict[str, Any] = {"model": req.adapter or self.args.model, "messages": messages,
                                   self.args.max_tokens_param: s.max_new_tokens, "temperature": s.temperature}
         if s.top_p < 1.0:
             kwargs["top_p"] = s.top_p
@@ -152,7 +175,8 @@ class OpenAIModel(RemoteModel):
         if plan.prefix:
             messages.append({"role": "assistant", "content": plan.prefix})
             extra.update(PREFILL_BODY)
-        kwargs: dict[str, Any] = {"model": self.args.model, "messages": messages, self.args.max_tokens_param: 1,
+        kwargs: dict[str, Any] = {"model": req.adapter or self.args.model, "messages": messages,
+                                  self.args.max_tokens_param: 1,
                                   "temperature": 0.0, "logprobs": True, "top_logprobs": self.args.top_logprobs}
         if extra:
             kwargs["extra_body"] = extra

@@ -89,6 +89,7 @@ class FakeAPIServer:
     def __init__(self) -> None:
         self.behaviour = Behaviour()
         self.requests: list[Recorded] = []
+        self.adapters: dict[str, str] = {}  # LoRA adapters loaded through /v1/load_lora_adapter
         self.in_flight = 0
         self.peak_in_flight = 0
         self._lock = threading.Lock()
@@ -135,6 +136,7 @@ class FakeAPIServer:
         with self._lock:
             self.behaviour = Behaviour()
             self.requests.clear()
+            self.adapters.clear()
             self.peak_in_flight = 0
 
     def fail(self, kind: str = "status", *, times: int = 1, **kwargs: Any) -> None:
@@ -158,6 +160,16 @@ class FakeAPIServer:
         @app.post("/v1/messages")
         async def messages(request: Request) -> Response:
             return await self._handle(request, "anthropic")
+
+        @app.post("/v1/load_lora_adapter")
+        async def load_lora_adapter(request: Request) -> Response:
+            """vLLM's runtime LoRA loading: remember the adapter, answer as vLLM does."""
+            body = await request.json()
+            if not body.get("lora_name") or not body.get("lora_path"):
+                return JSONResponse({"error": "lora_name and lora_path are required"}, status_code=400)
+            with self._lock:
+                self.adapters[body["lora_name"]] = body["lora_path"]
+            return Response(f"Success: LoRA adapter '{body['lora_name']}' added successfully.")
 
         return app
 

@@ -346,3 +346,15 @@ def test_close_is_idempotent(make_model):
     model.generate([req("x")])
     model.close()
     model.close()
+
+
+def test_a_vllm_server_is_asked_to_load_an_adapter_and_requests_then_name_it(api, make_model):
+    """Iterative loops serve each new adapter from vLLM: `load_adapter` calls vLLM's runtime
+    LoRA endpoint, and a request's `adapter` becomes the served model name."""
+    model = make_model()
+    model.load_adapter("smol-dpo@2", "/adapters/iter-2")
+    assert api.adapters == {"smol-dpo@2": "/adapters/iter-2"}
+    model.generate([GenerateRequest(messages=[Message(role="user", content="hi")], adapter="smol-dpo@2")])
+    assert api.requests[-1].body["model"] == "smol-dpo@2"
+    with pytest.raises(BackendError, match="loading adapter"):
+        model.load_adapter("", "/nowhere")

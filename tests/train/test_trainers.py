@@ -121,3 +121,20 @@ def test_rows_longer_than_max_length_are_dropped_and_counted(rows, tiny_dir):
     long = [{"messages": [{"role": "user", "content": "word " * 400}, {"role": "assistant", "content": "ok"}]}]
     kept, dropped = _fit(rows["sft"] + long, tiny_tokenizer(), 64, ("messages",))
     assert len(kept) == len(rows["sft"]) and dropped == 1
+
+
+@pytest.mark.slow
+def test_merge_adapter_gives_a_full_model_that_generates_like_base_plus_adapter(tmp_path, rows, tiny_dir):
+    from sparring.models.hf import HFModel
+    from sparring.train.config import TrainSettings
+    from sparring.train.merge import merge_adapter
+    from sparring.train.trainers import train
+    from sparring.types import GenerateRequest, Message, Sampling
+
+    trained = train(rows["sft"], TrainSettings(model=str(tiny_dir), max_steps=2, max_length=256,
+                                               learning_rate=5e-2), tmp_path / "adapter")
+    merged = merge_adapter(trained.adapter, tmp_path / "merged")
+    request = GenerateRequest(messages=[Message(role="user", content="Your turn.")], sampling=Sampling(max_new_tokens=6))
+    with_adapter = HFModel(name="a", model=str(tiny_dir), adapters={"v": str(trained.adapter)}, default_adapter="v")
+    full = HFModel(name="m", model=str(merged))
+    assert full.generate([request])[0][0].token_ids == with_adapter.generate([request])[0][0].token_ids

@@ -1,0 +1,33 @@
+"""Merge a LoRA adapter into its base model: a plain model directory any tool can load (vLLM,
+llama.cpp converters, `hf` specs without `adapters:`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def merge_adapter(adapter: str | Path, out: str | Path, base: str | None = None) -> Path:
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from sparring.models.bundled import offline_hf
+    from sparring.train.policy import resolve_base
+
+    adapter, out = Path(adapter), Path(out)
+    if base is None:
+        base = json.loads((adapter / "adapter_config.json").read_text()).get("base_model_name_or_path")
+    if not base:
+        from sparring.errors import SparringError
+
+        raise SparringError(f"{adapter}: the adapter does not name its base model; pass --base")
+    source = resolve_base(base)
+    with offline_hf():
+        model = AutoModelForCausalLM.from_pretrained(source, local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(adapter if (adapter / "tokenizer_config.json").is_file() else source,
+                                                  local_files_only=True)
+        merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
+    out.mkdir(parents=True, exist_ok=True)
+    merged.save_pretrained(str(out), safe_serialization=True)
+    tokenizer.save_pretrained(str(out))
+    return out
