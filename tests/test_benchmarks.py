@@ -28,3 +28,11 @@ def test_engine_overhead_benchmark_runs_with_and_without_workers():
     assert "by component" in subprocess.run(
         [sys.executable, str(BENCH), "--episodes", "100", "--workload", "debate", "--breakdown", "--workers", "1"],
         capture_output=True, text=True, timeout=300).stdout
+
+
+def test_train_benchmark_runs_on_a_tiny_model():
+    bench = Path(__file__).parent.parent / "benchmarks" / "bench_train.py"
+    out = subprocess.run([sys.executable, str(bench), "--model", "tiny", "--steps", "2", "--words", "40"],
+                         capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "soft-preference DPO step / plain DPO step =" in out.stdout and "tokens/s" in out.stdout

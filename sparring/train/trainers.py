@@ -84,7 +84,7 @@ def _finish(trainer: Any, model: Any, tokenizer: Any, out: Path, rows: int, drop
 
 
 def train_sft(source: str | Path | Rows, settings: TrainSettings, out: str | Path,
-              model_and_tokenizer: tuple[Any, Any] | None = None) -> TrainResult:
+              model_and_tokenizer: tuple[Any, Any] | None = None, callbacks: list[Any] | None = None) -> TrainResult:
     """Supervised fine-tuning on the assistant turns of conversational rows (`messages`)."""
     from trl import SFTConfig, SFTTrainer
 
@@ -99,12 +99,12 @@ def train_sft(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
         raise SparringError(f"no SFT rows fit max_length={settings.max_length} tokens ({dropped} too long)")
     config = SFTConfig(**_common(settings, out), assistant_only_loss=settings.assistant_only_loss)
     trainer = SFTTrainer(model=model, args=config, train_dataset=_dataset(rows, ("messages",)),
-                         processing_class=tokenizer, peft_config=lora_config(settings))
+                         processing_class=tokenizer, peft_config=lora_config(settings), callbacks=callbacks)
     return _finish(trainer, model, tokenizer, out, len(rows), dropped)
 
 
 def train_dpo(source: str | Path | Rows, settings: TrainSettings, out: str | Path,
-              model_and_tokenizer: tuple[Any, Any] | None = None) -> TrainResult:
+              model_and_tokenizer: tuple[Any, Any] | None = None, callbacks: list[Any] | None = None) -> TrainResult:
     """DPO on preference rows. With `settings.adapter`, that adapter is trained further and its
     weights before this run are the reference (the previous iteration's policy)."""
     from trl import DPOConfig, DPOTrainer
@@ -121,13 +121,13 @@ def train_dpo(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
                        precompute_ref_log_probs=d.soft)
     columns = ("prompt", "chosen", "rejected", "preference")
     kwargs = {"model": model, "args": config, "train_dataset": _dataset(rows, columns),
-              "processing_class": tokenizer, "peft_config": lora_config(settings)}
+              "processing_class": tokenizer, "peft_config": lora_config(settings), "callbacks": callbacks}
     trainer = SoftPreferenceDPOTrainer(**kwargs, sft_weight=d.sft_weight) if d.soft else DPOTrainer(**kwargs)
     return _finish(trainer, model, tokenizer, out, len(rows), dropped)
 
 
 def train_kto(source: str | Path | Rows, settings: TrainSettings, out: str | Path,
-              model_and_tokenizer: tuple[Any, Any] | None = None) -> TrainResult:
+              model_and_tokenizer: tuple[Any, Any] | None = None, callbacks: list[Any] | None = None) -> TrainResult:
     """KTO on rows labelled desirable / undesirable."""
     from trl import KTOConfig, KTOTrainer
 
@@ -140,7 +140,7 @@ def train_kto(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
     config = KTOConfig(**_common(settings, out), beta=k.beta, desirable_weight=k.desirable_weight,
                        undesirable_weight=k.undesirable_weight)
     trainer = KTOTrainer(model=model, args=config, train_dataset=_dataset(rows, ("prompt", "completion", "label")),
-                         processing_class=tokenizer, peft_config=lora_config(settings))
+                         processing_class=tokenizer, peft_config=lora_config(settings), callbacks=callbacks)
     return _finish(trainer, model, tokenizer, out, len(rows), dropped)
 
 
