@@ -88,13 +88,22 @@ def mentions(text: str) -> list[tuple[int, int]]:
 
 
 def parse_counts(body: str) -> Triple:
-    """Counts in a proposal body: `(1 books, 2 hats, 0 balls)`, `1 book 2 hats 0 balls`, `(1, 2, 0)`."""
-    group = _PAREN.search(body)
-    text = group.group(1) if group else body.strip().splitlines()[0] if body.strip() else ""
-    canonical = _CANONICAL.fullmatch(text)
-    if canonical:
-        return int(canonical[1]), int(canonical[2]), int(canonical[3])
-    return scan_counts(text)
+    """Counts in a proposal body: `(1 books, 2 hats, 0 balls)`, `1 book 2 hats 0 balls`, `(1, 2, 0)`.
+
+    Each parenthesised group is tried first, then the first line: an unambiguous proposal with a
+    remark in brackets (`1 books, 1 hats, 1 balls (final offer)`) is read, not refused."""
+    first_line = body.strip().splitlines()[0] if body.strip() else ""
+    candidates = [g.group(1) for g in _PAREN.finditer(body)] + [first_line]
+    errors: list[ActionError] = []
+    for text in candidates:
+        canonical = _CANONICAL.fullmatch(text)
+        if canonical:
+            return int(canonical[1]), int(canonical[2]), int(canonical[3])
+        try:
+            return scan_counts(text)
+        except ActionError as e:
+            errors.append(e)
+    raise errors[-1]  # the reading of the whole first line says best what is wrong
 
 
 def scan_counts(text: str) -> Triple:
@@ -131,6 +140,8 @@ def parse_text(output: str) -> ParsedAction:
     if m is None:
         raise ActionError("format", "start your reply with [message] or [propose]")
     rest = output[m.end():]
+    while (again := _TAG.match(rest.lstrip())) and again.group(1).lower() == m.group(1).lower():
+        rest = rest.lstrip()[again.end():]  # a repeated opening tag ("[message] [message] hi")
     nxt = _TAG.search(rest)
     body = rest[: nxt.start()] if nxt else rest
     end = _END.search(body)

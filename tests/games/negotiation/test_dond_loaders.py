@@ -72,7 +72,7 @@ def test_selfplay_rejects_malformed_lines(tmp_path, lines, where, what):
 def test_missing_or_empty_file(tmp_path):
     with pytest.raises(ConfigError, match="file not found"):
         load_selfplay_contexts(tmp_path / "nope.txt")
-    with pytest.raises(ConfigError, match="no contexts"):
+    with pytest.raises(ConfigError, match="the file is empty"):
         load_selfplay_contexts(write(tmp_path, [""]))
 
 

@@ -139,3 +139,14 @@ def test_format_round_trips(fmt):
 def test_mentions_in_free_text():
     assert mentions("i take 2 books and one hat, you get the 3 balls") == [(0, 2), (1, 1), (2, 3)]
     assert mentions("no thanks") == []
+
+
+def test_unambiguous_proposals_with_a_bracketed_remark_and_repeated_tags_are_read():
+    """Two quirks that cost the bundled model valid actions: a remark in brackets after the counts
+    was read as the counts, and a repeated opening tag left an empty message."""
+    from sparring.games.negotiation.protocol import parse_text
+
+    assert parse_text("[propose] 1 books, 1 hats, 1 balls (final offer)").counts == (1, 1, 1)
+    assert parse_text("[propose] (2, 1, 0) (my last offer)").counts == (2, 1, 0)
+    assert parse_text("[message] [message] I want the hats").text == "I want the hats"
+    assert parse_text("[message][MESSAGE] ok").text == "ok"
