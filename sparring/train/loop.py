@@ -1,10 +1,15 @@
-"""Iterative DPO (`scripts/run_iterative_dpo.py`): play → pairs → DPO → register → evaluate, K times.
+"""Training loops: play → rows → train → register → evaluate, K times.
 
-For k = 1..K: the current policy (the base model, then adapter k−1) plays the configured self-play
-games with best-of-N, judged by the configured judge; its candidates become DPO pairs; DPO trains
-adapter k with the previous policy as the reference; `ALIAS@k` is registered in the loop's models
-file; held-out cross-play of `ALIAS@k` against the base and against `ALIAS@k−1` gives win rates,
-Bradley–Terry ratings and judge accuracy. Every stage records its completion in `state.json`, so a
+`method: dpo` (`scripts/run_iterative_dpo.py`): the current policy (the base model, then adapter
+k−1) plays the configured self-play games with best-of-N, judged by the configured judge; its
+candidates become DPO pairs; DPO trains adapter k with the previous policy as the reference.
+`method: sft` (`scripts/run_selfplay_sft.py`, lm-selfplay): the policy plays (self-play or against
+a fixed partner); the games that pass the `keep` filter (above average reward, as the paper)
+become SFT rows for the policy's seats; SFT trains adapter k (optionally on every iteration's
+rows so far, and after a warm start on human games). Either way `ALIAS@k` is registered in the
+loop's models file and held-out cross-play of `ALIAS@k` against the base, against `ALIAS@k−1`
+and (SFT) against itself gives win rates, Bradley–Terry ratings and the game's own metrics
+(judge accuracy; agreement, reward, Pareto-optimal, abort and valid-action rates, dialogue length). Every stage records its completion in `state.json`, so a
 killed loop rerun with the same command continues at the stage where it stopped and never trains a
 finished iteration again (the games themselves resume inside their run directories).
 """
@@ -58,8 +63,15 @@ class Loop:
         return it[stage]
 
     def policy(self, k: int) -> str:
-        """The model alias playing in iteration k: ALIAS@0 is the base model."""
+        """The model alias playing in iteration k: ALIAS@0 is the base model (after its warm
+        start, if any); ALIAS@base is the base model itself."""
         return f"{self.config.alias}@{k - 1}"
+
+    def _adapter(self, k: int) -> str | None:
+        """The adapter of ALIAS@k (None: the plain base model)."""
+        if k == 0:
+            return (self.state.get("warm") or {}).get("adapter")
+        return self._it(k)["train"]["adapter"]
 
     @property
     def models_file(self) -> Path:
@@ -95,26 +107,35 @@ class Loop:
 
     def export(self, k: int) -> dict[str, Any]:
         from sparring.records.reader import iter_records
-        from sparring.train.export import ExportFilters, dpo_rows, write_rows
+        from sparring.train.export import ExportFilters, dpo_rows, sft_rows, write_rows
 
         e = self.config.export
         records = list(iter_records(self._it(k)["play"]["run_dir"]))
-        rows = dpo_rows(records, ExportFilters(agent=self.config.policy_agent), target=e.target, gamma=e.gamma,
-                        min_gap=e.min_gap)
-        if e.max_pairs is not None:
-            rows = sorted(rows, key=lambda r: -r["margin"])[: e.max_pairs]
+        if self.config.method == "dpo":
+            rows = dpo_rows(records, ExportFilters(agent=self.config.policy_agent), target=e.target,
+                            gamma=e.gamma, min_gap=e.min_gap)
+            if e.max_pairs is not None:
+                rows = sorted(rows, key=lambda r: -r["margin"])[: e.max_pairs]
+            why = ("the policy agent needs best_of_n with n >= 2, and candidates that the judge scores "
+                   "differently")
+        else:
+            rows = sft_rows(records, ExportFilters(agent=self.config.policy_agent, keep=e.keep, k=e.k))
+            why = f"no game of the policy passed keep={e.keep!r} (all rewards equal, e.g. no deal at all?)"
         if not rows:
-            raise SparringError(f"iteration {k}: self-play gave no preference pairs (the policy agent needs "
-                                "best_of_n with n >= 2, and candidates that the judge scores differently)")
+            raise SparringError(f"iteration {k}: self-play gave no training rows ({why})")
         path = write_rows(rows, self.dir / f"iter-{k}" / "data")
-        return {"path": str(path), "pairs": len(rows)}
+        return {"path": str(path), "rows": len(rows), "pairs": len(rows),
+                "episodes": len(records), "instances": sorted({r.instance_id for r in records})}
 
     def train(self, k: int) -> dict[str, Any]:
-        from sparring.train.trainers import train_dpo
+        from sparring.train.trainers import read_rows, train
 
-        prev = self._it(k - 1).get("train", {}).get("adapter") if k > 1 else None
-        settings = self.config.train.model_copy(update={"method": "dpo", "adapter": prev})
-        result = train_dpo(self._it(k)["export"]["path"], settings, self.dir / f"iter-{k}" / "adapter")
+        settings = self.config.train.model_copy(update={"method": self.config.method,
+                                                        "adapter": self._adapter(k - 1)})
+        rows: Any = self._it(k)["export"]["path"]
+        if self.config.method == "sft" and self.config.export.cumulative:
+            rows = [r for j in range(1, k + 1) for r in read_rows(self._it(j)["export"]["path"])]
+        result = train(rows, settings, self.dir / f"iter-{k}" / "adapter")
         return {"adapter": str(result.adapter.resolve()), "rows": result.rows, "dropped": result.dropped,
                 "steps": result.steps, "loss": result.loss}
 
@@ -136,11 +157,28 @@ class Loop:
         """ALIAS@k in the loop's models file: the base model's entry with adapter k as default."""
         data = read_yaml(self.models_file)
         alias = f"{self.config.alias}@{k}"
-        entry = copy.deepcopy(data["models"][f"{self.config.alias}@0"])
-        entry["args"].update(adapters={f"iter{k}": self._it(k)["train"]["adapter"]}, default_adapter=f"iter{k}")
+        entry = copy.deepcopy(data["models"][f"{self.config.alias}@base"])
+        adapter = self._adapter(k)
+        if adapter:
+            entry["args"].update(adapters={f"iter{k}": adapter}, default_adapter=f"iter{k}")
         data["models"][alias] = entry
         self._write_models(data)
         return {"alias": alias}
+
+    def warm(self) -> dict[str, Any]:
+        """SFT on human games (`warm_start`) before the first iteration: ALIAS@0's adapter."""
+        from sparring.train.export.human import human_sft_rows
+        from sparring.train.trainers import train_sft
+
+        w = self.config.warm_start
+        assert w is not None
+        rows = human_sft_rows(w.human, w.file, split=w.split, limit=w.limit)
+        if not rows:
+            raise SparringError(f"warm_start: no human games could be replayed from {w.file}")
+        settings = self.config.train.model_copy(update={"method": "sft", "adapter": None})
+        result = train_sft(rows, settings, self.dir / "warm" / "adapter")
+        return {"adapter": str(result.adapter.resolve()), "rows": result.rows, "steps": result.steps,
+                "loss": result.loss}
 
     def _write_models(self, data: dict[str, Any]) -> None:
         tmp = self.models_file.with_suffix(".tmp")
@@ -153,11 +191,13 @@ class Loop:
         policy = self.config.selfplay["agents"][self.config.policy_agent]
         plain = {key: v for key, v in policy.items() if key not in ("best_of_n", "model")}
         new, base, prev = f"{self.config.alias}@{k}", "base", f"{self.config.alias}@{k - 1}"
-        agents = {new: {**plain, "model": new}, base: {**plain, "model": f"{self.config.alias}@0"}}
+        agents = {new: {**plain, "model": new}, base: {**plain, "model": f"{self.config.alias}@base"}}
         matchups = [[new, base]]
-        if k > 1:
+        if k > 1 or self.config.warm_start:
             agents[prev] = {**plain, "model": prev}
             matchups.append([new, prev])
+        if self.config.method == "sft":
+            matchups.append([new, new])
         sp = self.config.selfplay
         judges = sp.get("tournament", {}).get("judges") or []
         agents.update({j: sp["agents"][j] for j in judges})
@@ -183,6 +223,7 @@ class Loop:
         judge = (stats.get("sections", {}).get("debate") or {}).get("judge_accuracy", {}).get("overall")
         if judge:
             out["judge_accuracy"] = {"accuracy": judge["accuracy"], "ci": judge["accuracy_ci"], "n": judge["n"]}
+        out["games"] = game_metrics(stats, sp["game"])
         return out
 
     # -- the loop ------------------------------------------------------------------------------
@@ -190,8 +231,16 @@ class Loop:
         if not self.models_file.is_file():
             user = read_yaml(self.config.models_file) if self.config.models_file else None
             models = dict((user or {}).get("models") or {})
-            models[f"{self.config.alias}@0"] = self._base_entry()
+            models[f"{self.config.alias}@base"] = self._base_entry()
             self._write_models({"models": models})
+        if self.config.warm_start and "warm" not in self.state:
+            self.console.print("[bold]warm start: SFT on human games[/bold]")
+            self.state["warm"] = self.warm()
+            self._save()
+        if "registered0" not in self.state:
+            self.register(0)
+            self.state["registered0"] = True
+            self._save()
         for k in range(1, self.config.iterations + 1):
             for stage in STAGES:
                 self._stage(k, stage, getattr(self, stage))
@@ -201,6 +250,30 @@ class Loop:
         from sparring.train.loop_report import loop_report
 
         return loop_report(self.dir, self.config, self.state)
+
+
+GAME_METRICS = ("agreement_rate", "abort_rate", "invalid_output_rate", "pareto_rate", "welfare_optimal_rate",
+                "nash_ratio", "dialogue_turns")
+
+
+def game_metrics(stats: dict[str, Any], game: str) -> dict[str, Any]:
+    """Per matchup of an evaluation run: the game section's headline metrics (negotiation:
+    agreement, abort, invalid-output, Pareto-optimal rates, dialogue length; mean reward by agent)."""
+    from sparring.stats.stats_tests import wilson_interval
+
+    section = (stats.get("sections") or {}).get({"deal_or_no_deal": "dond"}.get(game, game)) or {}
+    out: dict[str, Any] = {}
+    for name, m in (section.get("matchups") or {}).items():
+        n = int(m.get("episodes") or 0)
+        row = {key: m.get(key) for key in GAME_METRICS if key in m}
+        if "agreement_rate" in row and row["agreement_rate"] is not None and n:
+            row["agreement_ci"] = list(wilson_interval(row["agreement_rate"] * n, n))
+        if m.get("invalid_output_rate") is not None:
+            row["valid_action_rate"] = 1.0 - m["invalid_output_rate"]
+        row["reward_by_agent"] = m.get("reward_by_agent")
+        row["episodes"] = n
+        out[name] = row
+    return out
 
 
 def load_loop(name_or_path: str) -> tuple[LoopConfig, str]:

@@ -11,12 +11,25 @@ from sparring.types import Strict
 
 
 class ExportSettings(Strict):
-    """Which preference pairs each iteration's self-play yields (see `sparring export dpo`)."""
+    """Which rows each iteration's self-play yields (see `sparring export`): DPO pairs from best-of-N
+    candidates, or SFT rows of the games that pass `keep` (lm-selfplay keeps `above_avg`)."""
 
+    keep: Literal["all", "winners", "correct", "above_avg", "nonzero", "top_k"] = "above_avg"
+    k: int = Field(100, ge=1, description="top_k: how many (episode, player) pairs")
+    cumulative: bool = Field(False, description="SFT: train on every iteration's rows so far, not only the last")
     target: Literal["prob", "log_prob", "logit", "binary"] = "prob"
     gamma: float = Field(1.0, gt=0.0)
     min_gap: float = Field(0.0, ge=0.0)
     max_pairs: int | None = Field(None, ge=1, description="keep the pairs with the largest margins")
+
+
+class WarmStart(Strict):
+    """SFT on human games before the first iteration (the lm-selfplay warm start)."""
+
+    human: Literal["dond", "nyu"] = "dond"
+    file: str = Field(description="data.txt (dond) or the NYU readable JSONL")
+    split: str = "train"
+    limit: int | None = Field(None, ge=1)
 
 
 class EvalSettings(Strict):
@@ -31,6 +44,8 @@ class LoopConfig(Strict):
     name: str = ""
     description: str = ""
     alias: str = Field("policy", description="adapters are registered as ALIAS@1, ALIAS@2, ...")
+    method: Literal["dpo", "sft"] = Field("dpo", description="dpo: iterative DPO; sft: self-play SFT (lm-selfplay)")
+    warm_start: WarmStart | None = None
     iterations: int = Field(2, ge=1)
     output_dir: str | None = Field(None, description="default: runs/<name>")
     models_file: str | None = Field(None, description="your models file (the base model's spec)")
@@ -38,5 +53,5 @@ class LoopConfig(Strict):
     selfplay: dict[str, Any] = Field(description="an experiment config (game, dataset, agents, tournament); the "
                                                  "policy agent should use best_of_n so its turns yield pairs")
     export: ExportSettings = Field(default_factory=ExportSettings)
-    train: TrainSettings = Field(default_factory=lambda: TrainSettings(method="dpo"))
+    train: TrainSettings = Field(default_factory=TrainSettings)
     evaluation: EvalSettings

@@ -36,17 +36,40 @@ def loop_report(out_dir: Path, config: Any, state: dict[str, Any]) -> Path:
             vs_base.append(base_block["win_rate"])
             vs_prev.append(prev_block["win_rate"] if prev_block else None)
     plot = _plot(out_dir, xs, vs_base, vs_prev)
+    games = _game_rows(config, state)
     text = "\n".join([
-        f"# Iterative DPO: {config.name}", "",
+        f"# {'Iterative DPO' if config.method == 'dpo' else 'Self-play SFT'}: {config.name}", "",
         f"Base model `{config.train.model}`; adapters registered as `{config.alias}@k` in `{out_dir / 'models.yaml'}`.",
         "", "| iteration | DPO pairs | DPO loss | win rate vs base [95% CI] | vs previous | BT rating | "
         "judge accuracy | stages done |", "|---|---|---|---|---|---|---|---|", *rows, "",
         *([f"![win rate per iteration]({plot.name})", ""] if plot else []),
+        *games,
         "Win rates count the new policy's debates (both sides, judged by the configured judge) on the held-out "
         "evaluation questions; a tie counts half. Bradley–Terry ratings are on the Elo scale (anchor 1000).", ""])
     path = out_dir / "report.md"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def _game_rows(config: Any, state: dict[str, Any]) -> list[str]:
+    """The game's own metrics per held-out matchup and iteration (negotiation: agreement etc.)."""
+    lines = []
+    for k in range(1, config.iterations + 1):
+        ev = (state["iterations"].get(str(k)) or {}).get("evaluate") or {}
+        for name, m in sorted((ev.get("games") or {}).items()):
+            ci = m.get("agreement_ci")
+            agree = "–" if m.get("agreement_rate") is None else (
+                f"{m['agreement_rate']:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""))
+            rewards = ", ".join(f"{a}: {r:.2f}" for a, r in sorted((m.get("reward_by_agent") or {}).items())
+                                if isinstance(r, (int, float)))
+            lines.append(f"| {k} | {name} | {m.get('episodes')} | {agree} | {_fmt(m.get('pareto_rate'))} | "
+                         f"{_fmt(m.get('abort_rate'))} | {_fmt(m.get('valid_action_rate'))} | "
+                         f"{_fmt(m.get('dialogue_turns'))} | {rewards or '–'} |")
+    if not lines:
+        return []
+    return ["## Game metrics on held-out instances", "",
+            "| iteration | matchup | games | agreement [95% CI] | Pareto-optimal | aborted | valid actions | "
+            "turns | mean reward |", "|---|---|---|---|---|---|---|---|---|", *lines, ""]
 
 
 def _plot(out_dir: Path, xs: list[int], vs_base: list[float], vs_prev: list[float | None]) -> Path | None:

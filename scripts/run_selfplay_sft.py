@@ -1,0 +1,14 @@
+#!/usr/bin/env python
+"""Self-play SFT (lm-selfplay, "Efficacy of LM Self-Play in Non-Zero-Sum Games"):
+
+    python scripts/run_selfplay_sft.py --configuration selfplay-sft-quickstart
+
+For k = 1..K: Deal or No Deal games of the current policy -> keep the games above the average
+reward -> SFT on the policy's turns -> the next policy; evaluated on held-out scenarios each
+iteration. Resumable stage by stage. Same as `sparring train loop CONFIG` (method: sft).
+"""
+
+from sparring.cli.train import loop_main
+
+if __name__ == "__main__":
+    loop_main()
