@@ -73,6 +73,17 @@ def loop(configuration: str = typer.Argument(..., help="Loop config name (config
     Console(soft_wrap=True).print(f"loop report: {report}")
 
 
+@app.command("grpo")
+def grpo(configuration: str = typer.Argument(..., help="GRPO config name (configs/train/NAME.yaml) or path.")) -> None:
+    """Online GRPO: the learner plays whole games through the engine; the outcome is the reward."""
+    from rich.console import Console
+
+    from sparring.train.grpo.trainer import load_grpo, run_grpo
+
+    config, file = load_grpo(configuration)
+    Console(soft_wrap=True).print(f"GRPO report: {run_grpo(config, file)}")
+
+
 def register(root: typer.Typer) -> None:
     root.add_typer(app, name="train")
 
@@ -91,3 +102,7 @@ def _script(command: str, prog: str) -> None:
 
 def loop_main() -> None:
     _script("loop", "run_iterative_dpo.py")
+
+
+def grpo_main() -> None:
+    _script("grpo", "run_grpo.py")

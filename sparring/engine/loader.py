@@ -170,8 +170,10 @@ def _path(value: str, base: Path) -> str:
     return str(p.resolve()) if p.exists() else str(p)
 
 
-def resolve(cfg: ExperimentConfig, path: Path | str, specs: dict[str, ModelSpec] | None = None) -> Experiment:
-    """Check every cross-reference of `cfg`; returns the resolved Experiment."""
+def resolve(cfg: ExperimentConfig, path: Path | str, specs: dict[str, ModelSpec] | None = None,
+            extra_specs: dict[str, ModelSpec] | None = None) -> Experiment:
+    """Check every cross-reference of `cfg`; returns the resolved Experiment. `extra_specs` are
+    added to the models file's (models injected in code, e.g. the policy being trained)."""
     from sparring.models.registry import load_model_specs, resolve_name
 
     path = Path(path)
@@ -206,6 +208,8 @@ def resolve(cfg: ExperimentConfig, path: Path | str, specs: dict[str, ModelSpec]
     cfg = cfg.model_copy(update=updates) if updates else cfg
     if specs is None:
         specs = load_model_specs(cfg.models_file)
+    if extra_specs:
+        specs = {**extra_specs, **specs}  # a named spec keeps its sampling defaults
 
     if not cfg.agents:
         raise err("no agents defined", "agents")

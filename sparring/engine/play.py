@@ -124,15 +124,10 @@ class Arena:
             cfg, path = config_from_data(dict(config), path, overrides)
         else:
             cfg, path = load_config(config, overrides)
-        specs = None
-        if models:
-            from sparring.models.registry import load_model_specs
-            from sparring.models.spec import ModelSpec
+        from sparring.models.spec import ModelSpec
 
-            specs = dict(load_model_specs(cfg.models_file))
-            for alias in models:  # injected models resolve like named specs
-                specs.setdefault(alias, ModelSpec(name=alias, backend="injected"))
-        return cls(resolve(cfg, path, specs), instances, pool=pool, models=models)
+        injected = {alias: ModelSpec(name=alias, backend="injected") for alias in models or {}}
+        return cls(resolve(cfg, path, extra_specs=injected), instances, pool=pool, models=models)
 
     # -- jobs ----------------------------------------------------------------------------------
     def jobs(self, instance_ids: Iterable[str] | None = None, *, limit: int | None = None) -> list[EpisodeJob]:

@@ -1,0 +1,30 @@
+"""Schema of an online GRPO run (`configs/train/grpo-*.yaml`, `scripts/run_grpo.py`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from sparring.train.config import LoraSettings
+from sparring.types import Strict
+
+
+class GRPOConfig(Strict):
+    name: str = ""
+    description: str = ""
+    model: str = Field("smollm2-135m", description="the learner's base model (a models.yaml name or a directory)")
+    learner_agent: str = Field("learner", description="the agent of `experiment` that is trained; its model "
+                                                      "must be the alias `learner`")
+    experiment: dict[str, Any] = Field(description="an experiment config: game, dataset (training split), agents")
+    seats: list[int] = Field(default_factory=lambda: [0], description="seats the learner plays (0-based)")
+    num_generations: int = Field(4, ge=2, description="episodes per prompt (a GRPO group)")
+    prompts_per_step: int = Field(1, ge=1)
+    max_steps: int = Field(4, ge=1)
+    learning_rate: float = Field(1e-5, gt=0.0)
+    beta: float = Field(0.0, ge=0.0, description="KL coefficient to the reference (0: none, as TRL's default)")
+    format_penalty: float = Field(0.0, ge=0.0, description="reward minus this per rejected reply")
+    lora: LoraSettings | None = Field(default_factory=LoraSettings)
+    output_dir: str | None = None
+    seed: int = 0
+    logging_steps: int = 1

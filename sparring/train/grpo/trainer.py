@@ -1,0 +1,104 @@
+"""`scripts/run_grpo.py`: TRL `GRPOTrainer` whose rollouts are whole games played by the engine.
+
+Each optimizer step takes `prompts_per_step` prompts (an instance + the learner's seat), plays
+`num_generations` episodes of each through the batched runner with the learner generating with
+its current weights, and computes group-relative advantages from the episode outcomes; only the
+learner's tokens carry loss. LoRA by default; CPU in fp32. The per-step reward curve goes to
+`OUT/rewards.jsonl` and `OUT/report.md`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from sparring.config_io import load_yaml_model
+from sparring.errors import SparringError
+from sparring.train.grpo.config import GRPOConfig
+from sparring.train.grpo.rollout import LEARNER, EpisodeRollout, episode_reward, prompt_rows
+
+
+def load_grpo(name_or_path: str) -> tuple[GRPOConfig, str]:
+    from importlib import resources
+
+    path = Path(name_or_path).expanduser()
+    if not path.is_file():
+        for candidate in (Path.cwd() / "configs" / "train" / f"{name_or_path}.yaml",
+                          Path(str(resources.files("sparring") / "configs" / "train" / f"{name_or_path}.yaml"))):
+            if candidate.is_file():
+                path = candidate
+                break
+        else:
+            raise SparringError(f"no GRPO configuration {name_or_path!r} (looked in configs/train/)")
+    config = load_yaml_model(GRPOConfig, path)
+    return (config if config.name else config.model_copy(update={"name": path.stem})), str(path)
+
+
+def run_grpo(config: GRPOConfig, file: str = "<config>") -> Path:
+    import datasets
+    from transformers import TrainerCallback
+    from trl import GRPOConfig as TRLConfig
+    from trl import GRPOTrainer
+
+    from sparring.engine.play import Arena
+    from sparring.models.scripted import ScriptedModel
+    from sparring.train.chat_templates import apply_generation_markers
+    from sparring.train.config import TrainSettings
+    from sparring.train.policy import load_policy, lora_config, save_adapter, use_cuda
+
+    out = Path(config.output_dir or Path(os.environ.get("SPARRING_RUNS_DIR") or "runs") / config.name)
+    out.mkdir(parents=True, exist_ok=True)
+    agents = config.experiment.get("agents") or {}
+    if agents.get(config.learner_agent, {}).get("model") != LEARNER:
+        raise SparringError(f"{file}: experiment.agents.{config.learner_agent}.model must be {LEARNER!r} "
+                            "(the learner's weights are injected under that name)")
+    settings = TrainSettings(model=config.model, lora=config.lora)
+    model, tokenizer = load_policy(settings)
+    apply_generation_markers(tokenizer)
+    # The arena resolves `learner` to a placeholder until the first rollout injects the live model.
+    base_dir = Path(file).parent if Path(file).is_file() else Path.cwd()  # relative paths: beside the config
+    arena = Arena.from_config({"name": config.name, **config.experiment}, models={LEARNER: ScriptedModel(LEARNER)},
+                              base_dir=base_dir)
+    rollout = EpisodeRollout(arena, config.learner_agent, tokenizer, config.num_generations,
+                             config.format_penalty, config.seed)
+    rows = prompt_rows(sorted(arena.instances), config.seats)
+    if not rows:
+        raise SparringError(f"{file}: the experiment's dataset has no instances")
+    per_step = config.prompts_per_step * config.num_generations
+    cuda = use_cuda()
+    args = TRLConfig(output_dir=str(out / "trainer"), per_device_train_batch_size=per_step,
+                     num_generations=config.num_generations, max_steps=config.max_steps,
+                     learning_rate=config.learning_rate, beta=config.beta, logging_steps=config.logging_steps,
+                     save_strategy="no", report_to=[], seed=config.seed, bf16=cuda, use_cpu=not cuda,
+                     gradient_checkpointing=True)
+    curve = out / "rewards.jsonl"
+
+    class RewardLog(TrainerCallback):
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
+            if logs and "reward" in logs:
+                with open(curve, "a", encoding="utf-8") as f:
+                    f.write(json.dumps({"step": state.global_step, "reward": logs["reward"],
+                                        "reward_std": logs.get("reward_std")}) + "\n")
+
+    trainer = GRPOTrainer(model=model, reward_funcs=[episode_reward], args=args,
+                          train_dataset=datasets.Dataset.from_list(rows), processing_class=tokenizer,
+                          peft_config=lora_config(settings), rollout_func=rollout, callbacks=[RewardLog()])
+    trainer.train()
+    save_adapter(trainer.model, tokenizer, out / "adapter")
+    arena.close()
+    return grpo_report(out, config)
+
+
+def grpo_report(out: Path, config: GRPOConfig) -> Path:
+    points = [json.loads(line) for line in (out / "rewards.jsonl").read_text().splitlines() if line.strip()] \
+        if (out / "rewards.jsonl").is_file() else []
+    lines = [f"# Online GRPO: {config.name}", "",
+             f"{config.max_steps} steps, {config.prompts_per_step} prompt(s) x {config.num_generations} episodes "
+             f"per step; game `{config.experiment.get('game')}`; adapter in `{out / 'adapter'}`.", "",
+             "| step | mean episode reward | std |", "|---|---|---|",
+             *[f"| {p['step']} | {p['reward']:.3f} | {p.get('reward_std') or 0:.3f} |" for p in points], ""]
+    path = out / "report.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
