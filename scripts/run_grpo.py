@@ -6,7 +6,12 @@
 Same as `sparring train grpo CONFIG`.
 """
 
-from sparring.cli.train import grpo_main
+import sys
+
+try:  # Ctrl-C while the libraries load: exit quietly, like the command itself
+    from sparring.cli.train import grpo_main
+except KeyboardInterrupt:
+    sys.exit(130)
 
 if __name__ == "__main__":
     grpo_main()

@@ -8,7 +8,12 @@ Resumable stage by stage: rerun the same command after a crash or Ctrl-C. Same a
 configs/accelerate/ddp.yaml scripts/run_iterative_dpo.py --configuration X`.
 """
 
-from sparring.cli.train import loop_main
+import sys
+
+try:  # Ctrl-C while the libraries load: exit quietly, like the command itself
+    from sparring.cli.train import loop_main
+except KeyboardInterrupt:
+    sys.exit(130)
 
 if __name__ == "__main__":
     loop_main()

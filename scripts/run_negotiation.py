@@ -7,7 +7,12 @@
 Same as `sparring run NAME`; configurations live in configs/experiments/NAME.yaml.
 """
 
-from sparring.cli.run import script_main
+import sys
+
+try:  # Ctrl-C while the libraries load: exit quietly, like the command itself
+    from sparring.cli.run import script_main
+except KeyboardInterrupt:
+    sys.exit(130)
 
 if __name__ == "__main__":
     script_main(family="negotiation", prog="run_negotiation.py")

@@ -8,7 +8,12 @@ reward -> SFT on the policy's turns -> the next policy; evaluated on held-out sc
 iteration. Resumable stage by stage. Same as `sparring train loop CONFIG` (method: sft).
 """
 
-from sparring.cli.train import loop_main
+import sys
+
+try:  # Ctrl-C while the libraries load: exit quietly, like the command itself
+    from sparring.cli.train import loop_main
+except KeyboardInterrupt:
+    sys.exit(130)
 
 if __name__ == "__main__":
     loop_main()

@@ -15,74 +15,35 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-import typer
-from pydantic import ValidationError
-from typer.core import TyperGroup
-
-from sparring.cli.common import EXIT_USER_ERROR, debug_enabled, format_error, print_error
-from sparring.errors import SparringError
-
-__all__ = ["EXIT_USER_ERROR", "app", "debug_enabled", "format_error", "main", "print_error"]
+__all__ = ["app", "main"]
 
 
-class _Group(TyperGroup):
-    """Root group that turns user errors raised by any sub-command into a clean exit 2.
+def __getattr__(name: str) -> Any:
+    """`sparring.cli.app` (the Typer app, in `root.py`) is built on first use: `main` imports it inside its
+    Ctrl-C guard, so an interrupt while libraries load never prints a traceback."""
+    if name == "app":
+        from sparring.cli.root import app
 
-    Done here (not only in `main`) so that `typer.testing.CliRunner` sees the same behaviour.
-    """
-
-    def invoke(self, ctx: Any) -> Any:
-        try:
-            return super().invoke(ctx)
-        except (SparringError, ValidationError) as err:
-            if debug_enabled():
-                raise
-            print_error(err)
-            raise typer.Exit(EXIT_USER_ERROR) from None
-
-
-app = typer.Typer(
-    name="sparring",
-    cls=_Group,
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    help="Language models debate and negotiate, are judged, rated in tournaments and trained on their games.",
-)
-
-
-@app.callback()
-def _root() -> None:
-    """Language models debate and negotiate, are judged, rated in tournaments and trained on their games."""
-
-
-def _register(app: typer.Typer) -> None:
-    import importlib
-    import pkgutil
-
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        register = getattr(module, "register", None)
-        if callable(register):
-            register(app)
-
-
-_register(app)
+        return app
+    raise AttributeError(name)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point (`sparring = sparring.cli:main`)."""
     try:
-        app(args=argv, prog_name="sparring")
-    except (SparringError, ValidationError) as err:  # raised outside a command (e.g. a callback)
-        if debug_enabled():
-            raise
-        print_error(err)
-        sys.exit(EXIT_USER_ERROR)
+        from pydantic import ValidationError
+
+        from sparring.cli.common import EXIT_USER_ERROR, debug_enabled, print_error
+        from sparring.cli.root import app
+        from sparring.errors import SparringError
+
+        try:
+            app(args=argv, prog_name="sparring")
+        except (SparringError, ValidationError) as err:  # raised outside a command (e.g. a callback)
+            if debug_enabled():
+                raise
+            print_error(err)
+            sys.exit(EXIT_USER_ERROR)
     except KeyboardInterrupt:
-        print_error(SparringError("interrupted"))
+        print("error: interrupted", file=sys.stderr)
         sys.exit(130)
-
-

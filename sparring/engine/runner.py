@@ -66,22 +66,14 @@ class _Live:
 
 
 def execute(model: Model, op: str, requests: list[Any]) -> list[Any]:
-    """Run one batched call; if the batch fails, retry requests one by one so that a single
-    bad request fails only its own episode. Failed entries are returned as exception objects."""
+    """Run one batched call. Backends isolate failing requests themselves (an exception in the
+    request's place), so a call that raises failed as a whole: every request gets that error —
+    it is never re-run request by request."""
     fn = model.generate if op == "generate" else model.score
     try:
-        out = fn(requests)
-        return list(out)
-    except Exception as batch_err:  # noqa: BLE001 — isolate per request below
-        if len(requests) == 1:
-            return [batch_err]
-        results: list[Any] = []
-        for r in requests:
-            try:
-                results.append(fn([r])[0])
-            except Exception as e:  # noqa: BLE001
-                results.append(e)
-        return results
+        return list(fn(requests))
+    except Exception as err:  # noqa: BLE001 — recorded per episode, the run goes on
+        return [err] * len(requests)
 
 
 @contextmanager

@@ -26,6 +26,14 @@ def register_backend(*names: str):
     return BACKENDS.register(*names)
 
 
+def _raise_if_all_failed(outs: list[Any]) -> list[Any]:
+    """Per-row results; when every row failed there is nothing to isolate: the call raises (a
+    single request fails as an exception, as callers expect)."""
+    if outs and all(isinstance(o, BaseException) for o in outs):
+        raise outs[0]
+    return outs
+
+
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
@@ -64,12 +72,14 @@ class Model(ABC):
 
     # -- public API -------------------------------------------------------------------------
     def generate(self, requests: Sequence[GenerateRequest]) -> list[list[Completion]]:
-        """One list of `n` completions per request, in request order."""
+        """One list of `n` completions per request, in request order — or, for a request that
+        failed on its own (a 400, a prompt too long), the exception in its place: one bad request
+        never fails the others of its batch. When every request failed, the call raises."""
         if all(req.sampling.n == 1 for req in requests):  # the common case: one row per request
-            outs = self._generate(list(requests)) if requests else []
+            outs = _raise_if_all_failed(self._generate(list(requests)) if requests else [])
             if len(outs) != len(requests):
                 raise RuntimeError(f"{type(self).__name__} returned {len(outs)} completions for {len(requests)} rows")
-            return [[clean_completion(o)] for o in outs]
+            return [o if isinstance(o, BaseException) else [clean_completion(o)] for o in outs]
         flat: list[GenerateRequest] = []
         counts: list[int] = []
         for req in requests:
@@ -79,12 +89,15 @@ class Model(ABC):
                 seed = None if req.sampling.seed is None else req.sampling.seed + i
                 flat.append(req.model_copy(update={"sampling": req.sampling.model_copy(
                     update={"n": 1, "seed": seed})}))
-        outs = self._generate(flat) if flat else []
+        outs = _raise_if_all_failed(self._generate(flat) if flat else [])
         if len(outs) != len(flat):
             raise RuntimeError(f"{type(self).__name__} returned {len(outs)} completions for {len(flat)} rows")
-        grouped, pos = [], 0
+        grouped: list[Any] = []
+        pos = 0
         for n in counts:
-            grouped.append([clean_completion(o) for o in outs[pos : pos + n]])
+            rows = outs[pos : pos + n]
+            failed = next((o for o in rows if isinstance(o, BaseException)), None)
+            grouped.append(failed if failed is not None else [clean_completion(o) for o in rows])
             pos += n
         return grouped
 
@@ -94,10 +107,11 @@ class Model(ABC):
         return []
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[list[float]]:
-        """Log-probability of each option (summed over its tokens) as the next continuation."""
+        """Log-probability of each option (summed over its tokens) as the next continuation (or,
+        per request, the exception that request failed with)."""
         if not self.can_score:
             raise ScoringNotSupported(f"backend {type(self).__name__} cannot score options; parse a generated answer")
-        return self._score(list(requests)) if requests else []
+        return _raise_if_all_failed(self._score(list(requests)) if requests else [])
 
     def close(self) -> None:  # noqa: B027 — optional hook, a no-op for most backends
         """Release clients/threads. Safe to call twice."""

@@ -20,7 +20,7 @@ from pydantic import Field, model_validator
 
 from sparring.errors import BackendError, ConfigError, ContextOverflowError, UnknownNameError
 from sparring.models.base import Model, register_backend
-from sparring.types import Completion, GenerateRequest, Message, ScoreRequest
+from sparring.types import GenerateRequest, Message, ScoreRequest
 
 log = logging.getLogger(__name__)
 
@@ -283,18 +283,23 @@ class HFModel(Model):
         return ids[-budget:]
 
     # -- backend hooks ------------------------------------------------------------------------
-    def _generate(self, requests: list[GenerateRequest]) -> list[Completion]:
+    def _generate(self, requests: list[GenerateRequest]) -> list[Any]:
+        """One completion per request, or a ContextOverflowError for a prompt that does not fit."""
         from sparring.models.hf_generate import generate_batch
 
         adapters = [self._resolve_adapter(r.adapter) for r in requests]
         prompts = self._tokenize([self.prompt_text(r.messages, r.assistant_prefix) for r in requests])
-        prompts = [self._fit_prompt(i, ids, r.sampling.max_new_tokens)
-                   for i, (ids, r) in enumerate(zip(prompts, requests, strict=True))]
+        out: list[Any] = [None] * len(requests)
+        for i, (ids, r) in enumerate(zip(prompts, requests, strict=True)):
+            try:  # checked per row before batching: one prompt that does not fit fails alone
+                prompts[i] = self._fit_prompt(i, ids, r.sampling.max_new_tokens)
+            except ContextOverflowError as e:
+                out[i] = e
         seeds = [r.sampling.seed if r.sampling.seed is not None else secrets.randbits(63) for r in requests]
         groups: dict[tuple, list[int]] = defaultdict(list)
         for i, r in enumerate(requests):
-            groups[(r.sampling.group_key(), adapters[i])].append(i)
-        out: list[Completion | None] = [None] * len(requests)
+            if out[i] is None:
+                groups[(r.sampling.group_key(), adapters[i])].append(i)
         with self._inference():
             for (_, adapter), members in groups.items():
                 members.sort(key=lambda i: -len(prompts[i]))  # similar lengths -> less padding

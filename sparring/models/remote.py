@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import Field, model_validator
 
 from sparring.errors import BackendError, ConfigError
-from sparring.models.aio import LoopThread, gather_or_cancel
+from sparring.models.aio import LoopThread
 from sparring.models.base import Model
 from sparring.models.retry import (
     Failure,
@@ -213,12 +213,18 @@ class RemoteModel(Model):
         return await call_with_retries(once, policy=self._policy, classify=self._classify, what=self.what,
                                        secrets=[self._secret], rng=self._rng)
 
-    def _run_all(self, factory: Callable[[X], Awaitable[T]], items: Sequence[X]) -> list[T]:
-        """`factory(item)` for every item, concurrently on the private loop (blocking the caller);
-        the first failure cancels the rest. Coroutines are created inside the loop."""
-        async def main() -> list[T]:
+    def _run_all(self, factory: Callable[[X], Awaitable[T]], items: Sequence[X]) -> list[Any]:
+        """`factory(item)` for every item, concurrently on the private loop (blocking the caller).
+        A request that fails for good (after its retries) gives its exception in its place; the
+        others go on. Errors that concern every request (no API key) and cancellation raise."""
+        async def main() -> list[Any]:
             self._ensure_client()  # key errors surface once, and client setup is not timed as latency
-            return await gather_or_cancel(factory(item) for item in items)
+            results = await asyncio.gather(*(factory(item) for item in items), return_exceptions=True)
+            for r in results:
+                if isinstance(r, BaseException) and not isinstance(r, Exception):
+                    raise r  # cancellation, KeyboardInterrupt: never swallowed
+            return [r if not isinstance(r, Exception) or isinstance(r, BackendError)
+                    else BackendError(f"{self.what}: {type(r).__name__}: {r}") for r in results]
 
         return self._loop.run(main()) if items else []
 
