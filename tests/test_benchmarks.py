@@ -36,3 +36,10 @@ def test_train_benchmark_runs_on_a_tiny_model():
                          capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "soft-preference DPO step / plain DPO step =" in out.stdout and "tokens/s" in out.stdout
+
+
+def test_api_errors_benchmark_sends_nothing_twice():
+    bench = Path(__file__).parent.parent / "benchmarks" / "bench_api_errors.py"
+    out = subprocess.run([sys.executable, str(bench)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "extra server calls 0" in out.stdout and "1 failed" in out.stdout
