@@ -20,7 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, model_validator
 
-from sparring.errors import BackendError, ConfigError
+from sparring.errors import BackendError, ConfigError, ServerGoneError
 from sparring.models.aio import LoopThread
 from sparring.models.base import Model
 from sparring.models.retry import (
@@ -55,6 +55,9 @@ class RemoteArgs(Model.Args):
     backoff_initial_s: float = Field(1.0, ge=0)
     backoff_max_s: float = Field(30.0, ge=0)
     extra_body: dict[str, Any] = Field(default_factory=dict, description="extra JSON fields sent as-is")
+    circuit_breaker: int = Field(3, ge=1, description="after this many requests in a row that could not "
+                                                      "connect (retries included), the server counts as gone: "
+                                                      "the run stops admitting episodes")
 
     @model_validator(mode="before")
     @classmethod
@@ -126,6 +129,8 @@ class RemoteModel(Model):
         self._secret: Secret | None = None
         self._sem: asyncio.Semaphore | None = None
         self._rng = random.Random()
+        self._connection_failures = 0  # requests in a row that could not connect (circuit breaker)
+        self._gone: str | None = None
         self._policy = RetryPolicy(self.args.max_retries, self.args.backoff_initial_s, self.args.backoff_max_s)
 
     def __repr__(self) -> str:
@@ -210,8 +215,21 @@ class RemoteModel(Model):
                 result = await attempt(client)
                 return result, time.perf_counter() - t0
 
-        return await call_with_retries(once, policy=self._policy, classify=self._classify, what=self.what,
-                                       secrets=[self._secret], rng=self._rng)
+        if self._gone is not None:
+            raise ServerGoneError(self._gone)
+        try:
+            out = await call_with_retries(once, policy=self._policy, classify=self._classify, what=self.what,
+                                          secrets=[self._secret], rng=self._rng)
+        except BackendError as e:
+            if "connection error" in str(e):
+                self._connection_failures += 1
+                if self._connection_failures >= self.args.circuit_breaker:
+                    self._gone = (f"{self.what} is unreachable: {self._connection_failures} requests in a row "
+                                  f"could not connect (last: {e})")
+                    raise ServerGoneError(self._gone) from None
+            raise
+        self._connection_failures = 0
+        return out
 
     def _run_all(self, factory: Callable[[X], Awaitable[T]], items: Sequence[X]) -> list[Any]:
         """`factory(item)` for every item, concurrently on the private loop (blocking the caller).

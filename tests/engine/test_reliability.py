@@ -199,3 +199,23 @@ def test_ctrl_c_during_start_up_prints_no_traceback(tmp_path):
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode in (0, 130) and "Traceback" not in err + out
+
+
+def test_a_server_that_is_gone_stops_the_run_early_and_exits_non_zero(tmp_path):
+    server = FakeAPIServer().start()
+    url = server.openai_base_url
+    server.stop()  # gone: every request fails to connect
+    write(tmp_path / "models.yaml", {"models": {**SCRIPTED_MODELS["models"], "gone": {"backend": "openai", "args": {
+        "model": "fake", "base_url": url, "max_retries": 0, "timeout_s": 2, "api_key_env": "SPARRING_UNSET"}}}})
+    config = write(tmp_path / "exp.yaml", {
+        "game": "dond", "dataset": {"name": "dond_generated", "args": {"n": 8, "seed": 0}},
+        "models_file": "models.yaml",
+        "agents": {"a": {"role": "negotiator", "model": "gone"}, "b": {"role": "negotiator", "model": "dealer"}},
+        "tournament": {"type": "custom", "matchups": [["a", "b"]], "flip": True}, "run": {"max_live": 4}})
+    res = cli("run", str(config), "-o", str(tmp_path / "runs"), "--run-name", "g", "--no-report")
+    assert res.exit_code == 3, res.output
+    assert "stopped early" in res.output and "unreachable" in res.output
+    failed = list(iter_records(tmp_path / "runs" / "g", failures=True))
+    assert 0 < len(failed) <= 4  # the live episodes; the other 12 were never started
+    again = cli("run", "--resume", str(tmp_path / "runs" / "g"), "--no-report")
+    assert "failed in an earlier attempt" in again.output and "--retry-failed" in again.output
