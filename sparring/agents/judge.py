@@ -48,13 +48,21 @@ class Judge(TextAgent):
         if spec.fallback_instruction:
             messages.append(Message(role="user", content=spec.fallback_instruction))
         replies = []
+        example = f"'{spec.options[0]} | 70%'"
         for _ in range(self.config.retries + 1):
             (comp,) = yield from self.generate(ctx, messages, tag=f"{spec.tag}_text")
             replies.append(comp.text)
-            probs = parse_choice(comp.text, spec.options)
+            probs = parse_choice(comp.text, spec.options, bare_confidence=None)  # a probability is required
             if probs is not None:
                 return Action(probs=probs, meta={"method": "generate", "reply": comp.text,
                                                  "attempts": len(replies)})
+            messages = messages + [Message(role="assistant", content=comp.text),
+                                   Message(role="user", content=f"Give your verdict with a probability, "
+                                                                f"exactly like {example}.")]
+        bare = parse_choice(replies[-1], spec.options)  # an answer named without a probability
+        if bare is not None:
+            return Action(probs=bare, meta={"method": "generate_bare", "reply": replies[-1],
+                                            "attempts": len(replies)})
         raise EpisodeAbort(f"judge {self.name!r}: unparseable verdict after {len(replies)} attempts "
                            f"(last reply: {replies[-1][:200]!r}); expected e.g. '{spec.options[0]} | 70%'")
 

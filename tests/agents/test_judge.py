@@ -60,3 +60,18 @@ def test_a_panel_averages_its_judges_and_records_every_vote():
     assert action.meta["votes"] == {"a": pytest.approx({"Debater_A": 0.9, "Debater_B": 0.1}),
                                     "b": pytest.approx({"Debater_A": 0.3, "Debater_B": 0.7})}
     assert action.probs == pytest.approx({"Debater_A": 0.6, "Debater_B": 0.4})
+
+
+def test_a_judge_without_scoring_asks_for_a_probability_and_says_how_it_decided():
+    replies = iter(["Debater_A: the answer is Clover.", "Debater_A is right.", "Still Debater_A."])
+    seen = []
+
+    def answer(call):
+        if call.op == "score":
+            return ScoringNotSupported("no logprobs")
+        seen.append(call.request.messages[-1].content)
+        return [Completion(text=next(replies))]
+
+    action, _ = drive(judge(retries=2).act(ctx(VERDICT)), answer)
+    assert "probability" in seen[1] and "Debater_A | 70%" in seen[1]  # asked again, with the format
+    assert action.meta["method"] == "generate_bare" and action.probs["Debater_A"] == 1.0

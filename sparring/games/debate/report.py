@@ -31,6 +31,11 @@ class DebateSection(ReportSection):
             "paired_agents": D.paired_agents(records, ctx.seed),
             "paired_formats": D.paired_formats(records, ctx.seed),
         }
+        methods: dict[str, int] = {}
+        for r in judged:  # how each verdict was obtained: scored options, a parsed probability, ...
+            method = str((D.m(r).get("verdict_meta") or {}).get("method") or "unknown")
+            methods[method] = methods.get(method, 0) + 1
+        out["verdict_methods"] = {k: {"n": v, "share": v / len(judged)} for k, v in sorted(methods.items())}
         chose = [D.m(r).get("chose_correct") for r in judged if D.fmt(r) == "open_debate"]
         chose = [c for c in chose if c is not None]
         if chose:  # open debate: how often the choosing debater picked the right answer (its own QA)
