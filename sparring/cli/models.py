@@ -102,6 +102,7 @@ def check(
         console.print(f"generate: {elapsed:.2f} s, {tokens} tokens, {rate}, "
                       f"finish_reason={completion.finish_reason}")
 
+        _check_prefill(console, model, spec)
         score_req = ScoreRequest(messages=[Message(role="user", content=SCORE_PROMPT)], options=SCORE_OPTIONS)
         start = time.perf_counter()
         try:
@@ -119,6 +120,37 @@ def check(
                       f"{mass:.1%} of the model's probability before normalisation)")
     finally:
         model.close()
+
+
+PREFILL_PROMPT = "Count from one to six, separated by commas."
+PREFILL_PREFIX = "one, two, three,"
+
+
+def prefill_continues(model) -> tuple[bool, str]:
+    """Whether the model really continues an assistant message it is given ("one, two, three," ->
+    " four"): servers that drop `continue_final_message` open a new turn instead, and a judge's
+    scores of "Answer: A" would then score the first token of a new reply (wrong numbers)."""
+    from sparring.types import GenerateRequest, Message, Sampling
+
+    req = GenerateRequest(messages=[Message(role="user", content=PREFILL_PROMPT)], assistant_prefix=PREFILL_PREFIX,
+                          sampling=Sampling(max_new_tokens=6, temperature=0.0))
+    text = model.generate([req])[0][0].text
+    return text.lstrip(" ,").lower().startswith("four"), text
+
+
+def _check_prefill(console, model, spec) -> None:
+    if spec.backend not in ("openai",) or not getattr(model.args, "supports_prefill", False):
+        return
+    ok, text = prefill_continues(model)
+    if ok:
+        console.print(f"prefill: continued {PREFILL_PREFIX!r} with {text[:30]!r} (supports_prefill works)")
+        return
+    from sparring.errors import SparringError
+
+    raise SparringError(f"{spec.name}: the server did not continue the assistant prefix {PREFILL_PREFIX!r} "
+                        f"(it replied {text[:60]!r}): it ignores continue_final_message, so scored verdicts would "
+                        "be wrong. Set `supports_prefill: false` for this model (judges then put the prefix in the "
+                        "instruction), or use a server that continues it (vLLM, SGLang)")
 
 
 @app.command("merge-adapter")

@@ -59,6 +59,10 @@ class OpenAIModel(RemoteModel):
         logprobs: bool = Field(False, description="request per-token logprobs for generated text")
         max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = Field(
             "max_tokens", description="name of the length limit (o-series models need max_completion_tokens)")
+        group_by_prefix: bool = Field(False, description="send a batch's requests ordered by their messages, so "
+                                                         "requests sharing a prefix (a story) follow each other: "
+                                                         "a server with a single-slot prompt cache (llama.cpp) "
+                                                         "then reuses it")
 
     args: Args
 
@@ -121,7 +125,14 @@ class OpenAIModel(RemoteModel):
 
     # -- generate ------------------------------------------------------------------------------
     def _generate(self, requests: list[GenerateRequest]) -> list[Completion]:
-        return self._run_all(self._generate_one, requests)
+        if not self.args.group_by_prefix or len(requests) < 2:
+            return self._run_all(self._generate_one, requests)
+        order = sorted(range(len(requests)), key=lambda i: [(m.role, m.content) for m in requests[i].messages])
+        results = self._run_all(self._generate_one, [requests[i] for i in order])
+        out: list[Any] = [None] * len(requests)
+        for pos, i in enumerate(order):
+            out[i] = results[pos]
+        return out
 
     async def _generate_one(self, req: GenerateRequest) -> Completion:
         s = req.sampling

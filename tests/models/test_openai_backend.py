@@ -358,3 +358,29 @@ def test_a_vllm_server_is_asked_to_load_an_adapter_and_requests_then_name_it(api
     assert api.requests[-1].body["model"] == "smol-dpo@2"
     with pytest.raises(BackendError, match="loading adapter"):
         model.load_adapter("", "/nowhere")
+
+
+@pytest.mark.parametrize("honours", [True, False])
+def test_models_check_detects_a_server_that_ignores_continue_final_message(api, tmp_path, honours):
+    """llama.cpp's server drops continue_final_message and opens a new turn: `sparring models check`
+    probes it and refuses the spec instead of letting judges produce wrong scores."""
+    import yaml
+    from typer.testing import CliRunner
+
+    from sparring.cli import app
+
+    def reply(body):
+        if honours and body.get("continue_final_message"):
+            return " four, five, six"
+        return "Sure! One, two, three, four, five, six."
+
+    api.behaviour.reply = reply
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump({"models": {"served": {"backend": "openai", "args": {
+        "model": "fake", "base_url": api.openai_base_url, "supports_prefill": True, "max_retries": 0,
+        "api_key_env": "SPARRING_TEST_UNSET_KEY"}}}}))
+    res = CliRunner().invoke(app, ["models", "check", "served", "--models-file", str(path)])
+    if honours:
+        assert "prefill: continued" in res.output
+    else:
+        assert res.exit_code == 2 and "ignores" in res.output and "continue_final_message" in res.output
