@@ -52,9 +52,9 @@ class Judge(TextAgent):
         for _ in range(self.config.retries + 1):
             (comp,) = yield from self.generate(ctx, messages, tag=f"{spec.tag}_text")
             replies.append(comp.text)
-            probs = parse_choice(comp.text, spec.options, bare_confidence=None)  # a probability is required
-            if probs is not None:
-                return Action(probs=probs, meta={"method": "generate", "reply": comp.text,
+            parsed = parse_choice(comp.text, spec.options, bare_confidence=None)  # a probability is required
+            if parsed is not None:
+                return Action(probs=parsed, meta={"method": "generate", "reply": comp.text,
                                                  "attempts": len(replies)})
             messages = messages + [Message(role="assistant", content=comp.text),
                                    Message(role="user", content=f"Give your verdict with a probability, "

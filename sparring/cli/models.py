@@ -61,7 +61,7 @@ def list_models(models_file: Path | None = ModelsFile) -> None:
     if not wide:
         for name in sorted(specs):
             if specs[name].metadata.description:
-                console.print(Text.assemble((name, "bold cyan"), ": ", specs[name].metadata.description))
+                console.print(Text.assemble((name, "bold cyan"), ": ", specs[name].metadata.description or ""))
 
 
 @app.command("check")

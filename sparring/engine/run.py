@@ -89,11 +89,11 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
         scheduled: list[str] = []  # ids this invocation was responsible for (all rounds played)
         with RunProgress(total["in_shard"], console=console, enabled=not opts.quiet,
                          description=exp.name) as bar:
-            if runner is None:
-                runner = InProcessRunner(exp, plan.instances, agents, pool.get, on_done=store.add_done,
-                                         on_failed=store.add_failed)
-            runner.on_tick = _committer(store, session, runner, bar)
-            with _sigint(runner, console):
+            active: EpisodeRunner = runner if runner is not None else InProcessRunner(
+                exp, plan.instances, agents, pool.get, on_done=store.add_done, on_failed=store.add_failed)
+            runner = active
+            active.on_tick = _committer(store, session, active, bar)
+            with _sigint(active, console):
                 results: dict[str, EpisodeRecord] = {}
                 for rnd in range(1, plan.schedule.rounds + 1):
                     if plan.schedule.swiss and rnd > 1:
@@ -101,20 +101,20 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
                     jobs = select(first if rnd == 1 else plan.schedule.jobs(rnd, results), plan.shard)
                     todo = [j for j in jobs if j.id not in store.done
                             and (opts.retry_failed or j.id not in store.failed)]
-                    skipped_failed = sum(1 for j in jobs if j.id in store.failed and j not in todo)
+                    skipped_failed = 0 if opts.retry_failed else sum(1 for j in jobs if j.id in store.failed)
                     if skipped_failed and not opts.quiet:
                         console.print(f"[yellow]{skipped_failed} episode(s) failed in an earlier attempt and are "
                                       "skipped; add --retry-failed to play them again[/yellow]")
                     scheduled.extend(j.id for j in jobs)
                     session.skipped += len(jobs) - len(todo)
-                    bar.update(session.skipped + session.done, session.failed, runner.stats.tokens_per_s)
-                    runner.run(todo)
-                    if runner.draining:
-                        interrupted = runner.stopped_by is None  # a user's Ctrl-C, not a circuit breaker
+                    bar.update(session.skipped + session.done, session.failed, active.stats.tokens_per_s)
+                    active.run(todo)
+                    if active.draining:
+                        interrupted = active.stopped_by is None  # a user's Ctrl-C, not a circuit breaker
                         break
         missing = [i for i in scheduled if i not in store.done]
-        status = "interrupted" if interrupted else ("incomplete" if missing or runner.errors
-                                                    or runner.stopped_by else "complete")
+        status = "interrupted" if interrupted else ("incomplete" if missing or active.errors
+                                                    or active.stopped_by else "complete")
     except KeyboardInterrupt:
         status = "interrupted"
     finally:
@@ -126,7 +126,7 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
     wall = time.time() - session.started
     tokens = runner.stats.completion_tokens if runner else 0
     counts = store.counts()
-    summary = {"experiment": exp.name, "done": session.done, "aborted": session.aborted, "failed": session.failed,
+    summary: dict[str, Any] = {"experiment": exp.name, "done": session.done, "aborted": session.aborted, "failed": session.failed,
                "skipped": session.skipped, "stored_done": counts["done"], "stored_failed": counts["failed"],
                "tokens": tokens, "tokens_per_s": tokens / max(wall, 1e-9),
                "episodes_per_s": (session.done + session.failed) / max(wall, 1e-9), "wall_s": wall,
@@ -183,7 +183,8 @@ class _sigint:
     """First Ctrl-C: stop admitting, finish live episodes. Second: stop now (KeyboardInterrupt)."""
 
     def __init__(self, runner: EpisodeRunner, console: Console):
-        self.runner, self.console, self.previous = runner, console, None
+        self.runner, self.console = runner, console
+        self.previous: Any = None
 
     def __enter__(self) -> _sigint:
         if threading.current_thread() is threading.main_thread():

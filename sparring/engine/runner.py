@@ -44,10 +44,18 @@ class EpisodeRunner(Protocol):
     """Plays lists of jobs and hands each finished record on: `InProcessRunner` (this process) and
     `ParallelRunner` (worker processes) both implement it, so `run_experiment` has one path."""
 
-    stats: RunStats
-    errors: list[str]  # workers lost mid-run (the run is then incomplete)
-    stopped_by: str | None  # set when the runner stopped admitting on its own (a server that is gone)
     on_tick: Callable[[], object] | None
+
+    @property
+    def stats(self) -> RunStats: ...
+
+    @property
+    def errors(self) -> list[str]:  # workers lost mid-run (the run is then incomplete)
+        ...
+
+    @property
+    def stopped_by(self) -> str | None:  # set when it stopped admitting on its own (a server gone)
+        ...
 
     @property
     def draining(self) -> bool: ...

@@ -79,7 +79,7 @@ class Model(ABC):
             outs = _raise_if_all_failed(self._generate(list(requests)) if requests else [])
             if len(outs) != len(requests):
                 raise RuntimeError(f"{type(self).__name__} returned {len(outs)} completions for {len(requests)} rows")
-            return [o if isinstance(o, BaseException) else [clean_completion(o)] for o in outs]
+            return [o if isinstance(o, BaseException) else [clean_completion(o)] for o in outs]  # type: ignore[misc]
         flat: list[GenerateRequest] = []
         counts: list[int] = []
         for req in requests:

@@ -67,6 +67,8 @@ class HFModel(Model):
                 raise ValueError(f"adapter name {BASE_ADAPTER!r} is reserved for 'no adapter'")
             return self
 
+    args: Args  # the validated `args:` of this backend's spec
+
     def __init__(self, name: str = "model", **kwargs: Any):
         from sparring.models import hf_load
 
@@ -203,6 +205,8 @@ class HFModel(Model):
 
         if self.prefix_cache is None:
             return None
+        assert self.kv_layers is not None  # the cache exists only for plain key/value layers
+        assert self.kv_layers is not None  # a prefix cache exists only for plain key/value layers
         return PrefixContext(self.prefix_cache, adapter, self.args.max_batch_size, self.kv_layers)
 
     def close(self) -> None:

@@ -90,15 +90,15 @@ class RowSampler(LogitsProcessor):
             logp = logp.masked_fill(logp.exp() < self._nucleus_floor(logp.exp()), float("-inf"))
         return (logp + self._gumbel(step, logp.shape, logp.device)).argmax(dim=-1)
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:  # type: ignore[override]
         step = input_ids.shape[1] - self.prompt_len
-        scores = scores.float()
+        scores = scores.float()  # type: ignore[assignment]
         chosen = scores.argmax(dim=-1) if self.temperature == 0.0 else self._sample(scores, step)
         chosen_scores = scores.gather(1, chosen[:, None]).squeeze(1)
         self.logprobs.append(chosen_scores - torch.logsumexp(scores, dim=-1))
         forced = torch.full_like(scores, float("-inf"))
         forced.scatter_(1, chosen[:, None], 0.0)
-        return forced
+        return forced  # type: ignore[return-value]
 
 
 class StopCriteria(StoppingCriteria):
@@ -129,7 +129,7 @@ class StopCriteria(StoppingCriteria):
                 text = self.tokenizer.decode(tail, skip_special_tokens=True)
                 if any(s in text for s in self.stops):
                     self.done_at[row] = step
-        return torch.tensor([d is not None for d in self.done_at], device=input_ids.device)
+        return torch.tensor([d is not None for d in self.done_at], device=input_ids.device)  # type: ignore[return-value]
 
 
 def left_pad(rows: Sequence[Sequence[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:

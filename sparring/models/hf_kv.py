@@ -82,5 +82,5 @@ class PreallocatedCache(Cache):
         positions are filled (no copy)."""
         self = cls(len(buffers), buffers[0][0].shape[2])
         for layer, (k, v) in zip(self.layers, buffers, strict=True):
-            layer.adopt(k, v, length)
+            layer.adopt(k, v, length)  # type: ignore[union-attr]  # our own layers (PreallocLayer)
         return self

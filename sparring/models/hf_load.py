@@ -116,7 +116,7 @@ def load_model(args: Any, device: torch.device, dtype: torch.dtype):
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot load model {args.model!r}: {exc}", key="model") from None
     if quant is None:
-        model.to(device)
+        model.to(device)  # type: ignore[arg-type]  # transformers' stub types `to` narrowly
     return model.eval()
 
 

@@ -42,6 +42,8 @@ class HumanModel(Model):
         show_system: bool = Field(True, description="also show system messages (rules, role)")
         apply_limits: bool = Field(False, description="cut replies at stop strings / max_new_tokens")
 
+    args: Args  # the validated `args:` of this backend's spec
+
     def __init__(self, name: str = "human", *, input_fn: Callable[[str], str] | None = None,
                  console: Any | None = None, **kwargs: Any):
         super().__init__(name, **kwargs)

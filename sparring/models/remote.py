@@ -119,7 +119,7 @@ class RemoteModel(Model):
     concurrent: ClassVar[bool] = True
     provider: ClassVar[str] = "api"
     default_base_url: ClassVar[str] = ""
-    Args = RemoteArgs
+    Args = RemoteArgs  # type: ignore[assignment]  # a subclass of Model.Args
     args: RemoteArgs
 
     def __init__(self, name: str = "model", **kwargs: Any):
@@ -207,10 +207,11 @@ class RemoteModel(Model):
         healthy ones.
         """
         client = self._ensure_client()
-        assert self._sem is not None
+        sem = self._sem
+        assert sem is not None
 
         async def once() -> tuple[T, float]:
-            async with self._sem:
+            async with sem:
                 t0 = time.perf_counter()
                 result = await attempt(client)
                 return result, time.perf_counter() - t0

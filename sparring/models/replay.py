@@ -51,9 +51,11 @@ class ReplayModel(Model):
 
     class Args(Model.Args):
         path: str | None = Field(None, description="episodes JSONL file or run directory")
-        match: list[MatchField] = Field(default_factory=lambda: ["instance_id", "player", "tag", "index"],
+        match: list[MatchField] = Field(default_factory=lambda: ["instance_id", "player", "tag", "index"],  # type: ignore[arg-type]
                                         min_length=1)
         duplicates: Literal["error", "first", "last"] = "error"
+
+    args: Args  # the validated `args:` of this backend's spec
 
     def __init__(self, name: str = "replay", *, records: Iterable[Any] | None = None, **kwargs: Any):
         super().__init__(name, **kwargs)
@@ -103,14 +105,16 @@ class ReplayModel(Model):
     def _add(self, rec: Any, where: str) -> None:
         if not isinstance(rec, dict):
             raise ConfigError(f"{where}: expected a JSON object (an episode record)", file=self.source)
-        instance = rec.get("instance") if isinstance(rec.get("instance"), dict) else {}
+        found = rec.get("instance")
+        instance: dict[str, Any] = found if isinstance(found, dict) else {}
         instance_id = rec.get("instance_id", instance.get("id"))
         if instance_id is None:
             raise ConfigError(f"{where}: record has neither 'instance_id' nor 'instance.id'", file=self.source)
         events = rec.get("events", [])
         if not isinstance(events, list):
             raise ConfigError(f"{where}: 'events' must be a list", file=self.source)
-        seats = rec.get("seats") if isinstance(rec.get("seats"), dict) else {}
+        found_seats = rec.get("seats")
+        seats: dict[str, Any] = found_seats if isinstance(found_seats, dict) else {}
         top = {"instance_id": instance_id, "flip": rec.get("flip", False), "repeat": rec.get("repeat", 0)}
         seen: dict[tuple[str, str], int] = {}
         for i, ev in enumerate(events):
@@ -122,7 +126,8 @@ class ReplayModel(Model):
             pair = (str(ev["player"]), str(ev["tag"]))
             occurrence = seen.get(pair, 0)
             seen[pair] = occurrence + 1
-            seat = seats.get(ev["player"]) if isinstance(seats.get(ev["player"]), dict) else {}
+            found = seats.get(ev["player"])
+            seat: dict[str, Any] = found if isinstance(found, dict) else {}
             values = {**top, "player": ev["player"], "tag": ev["tag"], "round": ev.get("round"),
                       "role": ev.get("role", seat.get("role")), "index": occurrence}
             key = tuple(_norm(values[f]) for f in self.args.match)

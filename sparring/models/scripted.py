@@ -163,6 +163,8 @@ class ScriptedModel(Model):
                 raise ValueError("'scores' weights must be non-negative")
             return self
 
+    args: Args  # the validated `args:` of this backend's spec
+
     def __init__(self, name: str = "scripted", **kwargs: Any):
         super().__init__(name, **kwargs)
         a = self.args

@@ -69,7 +69,7 @@ def load_policy(settings: TrainSettings, trainable: bool = True) -> tuple[Any, A
 
         if not (Path(settings.adapter) / "adapter_config.json").is_file():
             raise ConfigError(f"adapter directory {settings.adapter!r} has no adapter_config.json", key="adapter")
-        model = PeftModel.from_pretrained(model, settings.adapter, is_trainable=trainable)
+        model = PeftModel.from_pretrained(model, settings.adapter, is_trainable=trainable)  # type: ignore[assignment]
     return model, tokenizer
 
 

@@ -40,7 +40,7 @@ class ExportResult:
 def rows_for(kind: Kind, run_dirs: Iterable[str | Path], filters: ExportFilters | None = None,
              **dpo_options: Any) -> list[dict[str, Any]]:
     """The rows of `kind` from the runs (read with the one run reader)."""
-    records = []
+    records: list[Any] = []
     for d in run_dirs:
         path = Path(d)
         if not (path / "episodes.jsonl").is_file():

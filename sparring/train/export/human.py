@@ -40,8 +40,8 @@ def human_records(source: HumanSource, path: str | Path, *, split: str = "all", 
         from sparring.games.debate.datasets.nyu import nyu_transcripts
         from sparring.models.scripted import ScriptedModel
 
-        transcripts = [r for r in nyu_transcripts(path, split=split, formats=["debate"])][: limit or None]
-        replay = ReplayModel.from_records(transcripts, name="human", duplicates="first")
+        debates = nyu_transcripts(path, split=split, formats=["debate"])[: limit or None]
+        replay = ReplayModel.from_records(debates, name="human", duplicates="first")
         # The human debaters' speeches are replayed; the judge seat only has to close the episode
         # (debater rows are what this exports), so a uniform scripted judge sits there.
         config = {
@@ -52,7 +52,7 @@ def human_records(source: HumanSource, path: str | Path, *, split: str = "all", 
                        "judge": {"role": "judge", "model": "closing-judge"}},
             "tournament": {"type": "self_play", "participants": ["human"], "judges": ["judge"]}}
         extra = {"closing-judge": ScriptedModel("closing-judge", score_mode="uniform")}
-        keep = {t["instance_id"] for t in transcripts}
+        keep = {d["instance_id"] for d in debates}
         with Arena.from_config(config, models={"human": replay, **extra}) as arena:
             records = arena.play([j for j in arena.jobs() if j.instance_id in keep])
         return [r for r in records if r.status != "failed"]

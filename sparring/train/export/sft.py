@@ -38,7 +38,8 @@ def verdict_rows(rec: EpisodeRecord, player: str, f: ExportFilters) -> list[dict
                 continue
             target = matching[0]
         else:
-            target = call.options[max(range(len(call.logprobs)), key=lambda i: call.logprobs[i])]
+            lp = call.logprobs
+            target = call.options[max(range(len(lp)), key=lambda i: lp[i])]
         messages = [{"role": m.role, "content": m.content} for m in call.messages]
         messages.append({"role": "assistant", "content": f"{call.assistant_prefix}{target}"})
         rows.append({"messages": messages, "meta": meta(rec, player, turns=1, target=f.judge_target)})

@@ -42,7 +42,8 @@ class EpisodeRollout:
         `prompt_rows`); copies of one prompt (a GRPO group) get different seeds."""
         from sparring.engine.schedule import derive_seed
 
-        out, seen = [], {}
+        out: list[Any] = []
+        seen: dict[tuple[str, int], int] = {}
         for prompt in prompts:
             instance_id, seat = parse_prompt(prompt)
             key = (instance_id, seat)

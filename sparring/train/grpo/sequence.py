@@ -34,8 +34,8 @@ def learner_sequence(record: EpisodeRecord, player: str, tokenizer: Any) -> Sequ
     enc = tokenizer.apply_chat_template(conv, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
     ids, mask = list(enc["input_ids"]), list(enc["assistant_masks"])
     if 1 in mask:  # end at the learner's last token (its end-of-turn), not at the template's newline
-        last = len(mask) - 1 - mask[::-1].index(1)
-        ids, mask = ids[: last + 1], mask[: last + 1]
+        end = len(mask) - mask[::-1].index(1)
+        ids, mask = ids[:end], mask[:end]
     first = mask.index(1) if 1 in mask else len(ids)
     return Sequence(prompt_ids=ids[:first], completion_ids=ids[first:], env_mask=mask[first:],
                     learner_turns=sum(1 for m in conv if m["role"] == "assistant"))

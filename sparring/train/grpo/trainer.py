@@ -82,9 +82,10 @@ def run_grpo(config: GRPOConfig, file: str = "<config>") -> Path:
                     f.write(json.dumps({"step": state.global_step, "reward": logs["reward"],
                                         "reward_std": logs.get("reward_std")}) + "\n")
 
-    trainer = GRPOTrainer(model=model, reward_funcs=[episode_reward], args=args,
+    trainer = GRPOTrainer(model=model, reward_funcs=[episode_reward], args=args,  # type: ignore[list-item]
                           train_dataset=datasets.Dataset.from_list(rows), processing_class=tokenizer,
-                          peft_config=lora_config(settings), rollout_func=rollout, callbacks=[RewardLog()])
+                          peft_config=lora_config(settings), rollout_func=rollout,  # type: ignore[arg-type]
+                          callbacks=[RewardLog()])
     trainer.train()
     save_adapter(trainer.model, tokenizer, out / "adapter")
     arena.close()
