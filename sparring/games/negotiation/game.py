@@ -50,6 +50,7 @@ from sparring.prompts.memo import RenderMemo
 from sparring.types import Message, Strict, new
 
 TURN_TAG = "turn"
+PROPOSAL_PREFIX = "[propose] ("
 _CACHE_SIZE = 8192  # static views memoised per game object (cleared when full)
 
 
@@ -65,6 +66,12 @@ class DondConfig(Strict):
     # a message (a proposal still needs `[propose]`); off by default, as in lm-selfplay.
     untagged_as_message: bool = False
     variant: int | Literal["random"] = Field(0, description="prompt variant index, or 'random' per episode")
+    # Small models rarely write a proposal: with `prefill_proposals`, a reply that must be a proposal
+    # (the other player proposed) starts with "[propose] (" already, and so does every reply from
+    # turn `propose_after` on; the model only fills in the counts.
+    prefill_proposals: bool = False
+    propose_after: int | None = Field(None, ge=1, description="with prefill_proposals: turns after which "
+                                                               "every reply is a proposal")
 
     @model_validator(mode="after")
     def _check_lam(self) -> DondConfig:
@@ -175,8 +182,22 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
     def _must_propose(self, state: DondState, player: str) -> bool:
         return bool(state.proposals) and player not in state.proposals
 
+    def _prefilled(self, state: DondState, player: str) -> bool:
+        """Whether this reply starts as a proposal (`prefill_proposals`)."""
+        if not self.config.prefill_proposals or state.n_messages == 0:
+            return False
+        after = self.config.propose_after
+        return self._must_propose(state, player) or (after is not None and len(state.turns) >= after)
+
     def action_spec(self, state: DondState, player: str) -> ActionSpec:
         texts = state.texts[player]
+        if self._prefilled(state, player):
+            prefilled = texts.get("prefilled_spec")
+            if prefilled is None:
+                prefilled = texts["prefilled_spec"] = ActionSpec(
+                    kind="text", tag=TURN_TAG, assistant_prefix=PROPOSAL_PREFIX,
+                    scratchpad_instruction=texts["scratchpad"])
+            return prefilled
         spec = texts.get("spec")
         if spec is None:  # one frozen spec per static view, shared by every turn and episode
             spec = texts["spec"] = ActionSpec(kind="text", tag=TURN_TAG, scratchpad_instruction=texts["scratchpad"])
@@ -204,6 +225,8 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
         if player != state.to_move:
             raise ValueError(f"{player} acted out of turn (to move: {state.to_move})")
         raw = (action.text or "").strip()
+        if self._prefilled(state, player) and not raw.lstrip().startswith("["):
+            raw = PROPOSAL_PREFIX + raw  # the reply continued the prefilled "[propose] ("
         try:
             try:
                 parsed = parse_action(raw, self.config.action_format)

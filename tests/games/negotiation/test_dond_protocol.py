@@ -150,3 +150,26 @@ def test_unambiguous_proposals_with_a_bracketed_remark_and_repeated_tags_are_rea
     assert parse_text("[propose] (2, 1, 0) (my last offer)").counts == (2, 1, 0)
     assert parse_text("[message] [message] I want the hats").text == "I want the hats"
     assert parse_text("[message][MESSAGE] ok").text == "ok"
+
+
+def test_prefilled_proposals_let_a_small_model_fill_in_only_the_counts():
+    """`prefill_proposals`: once the other player proposed (or from turn `propose_after` on), the
+    reply starts with "[propose] (" and the model's continuation completes the proposal."""
+    from sparring.engine.play import Arena
+    from sparring.models.scripted import ScriptedModel
+
+    cfg = {"game": "dond", "game_args": {"max_turns": 6, "prefill_proposals": True, "propose_after": 2},
+           "dataset": {"name": "dond_generated", "args": {"n": 2, "seed": 0}},
+           "agents": {"a": {"role": "negotiator", "model": "m"}},
+           "tournament": {"type": "self_play", "participants": ["a"]}}
+
+    def reply(req):
+        return "0 books, 0 hats, 0 balls)" if req.assistant_prefix == "[propose] (" else "[message] let us share"
+
+    with Arena.from_config(cfg, models={"m": ScriptedModel("m", mode="callable", function=reply)}) as arena:
+        records = arena.play(arena.jobs())
+    for rec in records:
+        prefixes = [c.assistant_prefix for c in rec.calls]
+        assert prefixes == ["", "", "[propose] (", "[propose] ("]  # two messages, then proposals
+        assert not any(c.rejected for c in rec.calls)
+        assert [e.meta.get("kind") for e in rec.events if e.tag == "turn"][:2] == ["message", "message"]
