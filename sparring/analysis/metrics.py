@@ -21,10 +21,23 @@ from sparring.stats.stats_tests import bootstrap_ci, mean_or_nan, wilson_interva
 
 
 # -- per-episode views --------------------------------------------------------------------------
+def game_rules(game: str) -> tuple[frozenset[str], str]:
+    """(evaluator roles, ranking) of a game by its registered name — what the game declares;
+    records of a game that is not installed here are read as having no evaluators, ranked by reward."""
+    from sparring.games.base import GAMES
+
+    if game in GAMES:
+        cls = GAMES.get(game)
+        return cls.evaluator_roles, cls.ranking
+    return frozenset(), "reward"
+
+
 def competitors(rec: EpisodeRecord) -> list[str]:
-    """Players who compete for reward (everyone seated except judges), sorted."""
+    """Players who compete for reward (every seat whose role is not an evaluator role of the
+    game, e.g. a debate's judge), sorted."""
     rewards = rec.outcome.rewards if rec.outcome else {}
-    return sorted(p for p, s in rec.seats.items() if s.role != "judge" and p in rewards)
+    evaluators, _ = game_rules(rec.game)
+    return sorted(p for p, s in rec.seats.items() if s.role not in evaluators and p in rewards)
 
 
 def player_scores(rec: EpisodeRecord) -> dict[str, float]:
@@ -54,7 +67,7 @@ def comparisons(records: Iterable[EpisodeRecord]) -> list[Comparison]:
     """Pairwise comparisons between different agents, one bootstrap group per episode."""
     out: list[Comparison] = []
     for rec in records:
-        if rec.outcome is None:
+        if rec.outcome is None or game_rules(rec.game)[1] == "none":  # cooperative: nobody wins
             continue
         players = competitors(rec)
         seat_agents = {p: rec.seats[p].agent for p in players}
@@ -102,6 +115,8 @@ def matchups(records: list[EpisodeRecord], seed: int = 0) -> list[dict[str, Any]
     """One row per unordered pair of agents that met (self-play pairs included)."""
     acc: dict[tuple[str, str], dict[str, list[float]]] = {}
     for rec in records:
+        if game_rules(rec.game)[1] == "none":  # cooperative or single-player: no head-to-head
+            continue
         sc = player_scores(rec)
         players = sorted(sc)
         if len(players) < 2:

@@ -72,7 +72,7 @@ def build_stats(run: RunData, ctx: ReportContext) -> tuple[dict[str, Any], dict[
         custom = sec.comparisons(mine) if sec else None
         comps.extend(custom if custom is not None else M.comparisons(mine))
     agents = sorted({s.agent for r in run.episodes + run.failures for p, s in r.seats.items()
-                     if s.role != "judge"})
+                     if s.role not in M.game_rules(r.game)[0]})
     match_rows = M.matchups(rated, ctx.seed)
     status = {"complete": 0, "aborted": 0}
     for r in run.episodes:

@@ -159,3 +159,19 @@ def test_failure_reason_masks_values():
         "EpisodeAbort: judge '…': unparseable verdict after N attempts"
     assert M.failure_reason(None) == "unknown"
     assert math.isnan(M.usage_summary([])["mean_duration_s"])
+
+
+def test_the_game_decides_who_competes_and_whether_outcomes_rank(make_config, runs_dir, monkeypatch):
+    """Evaluator seats (the toy game's judge) never count as competitors, and a game that declares
+    `ranking = "none"` (cooperative) gets no win/loss comparisons."""
+    from toy_game import ToyGame
+
+    from sparring.engine.run import RunOptions, run_experiment
+    from sparring.records.reader import iter_records
+
+    res = run_experiment(RunOptions(configuration=str(make_config()), output_dir=str(runs_dir), quiet=True,
+                                    report=False))
+    records = [r for r in iter_records(res.run_dir) if r.outcome]
+    assert all("judge" not in M.competitors(r) for r in records) and M.comparisons(records)
+    monkeypatch.setattr(ToyGame, "ranking", "none")
+    assert M.comparisons(records) == [] and M.matchups(records) == []
