@@ -109,7 +109,6 @@ def _builtin_files() -> list[Path]:
     return sorted(own.glob("*.yaml")) + sorted(games.glob("*/prompts/*.yaml"))
 
 
-@lru_cache(maxsize=64)
 def load_prompt_file(path: str) -> PromptFile:
     data = read_yaml(path)
     return validate(PromptFile, data, file=path)

@@ -9,7 +9,6 @@ prose runs at roughly 1.3 tokens per word, so set `max_background_words` accordi
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Any, Literal
 
 from sparring.errors import EpisodeAbort
@@ -26,7 +25,6 @@ def fit_background(text: str, *, max_words: int | None = None, max_chars: int | 
     return shown, dict(info)
 
 
-@lru_cache(maxsize=256)  # every episode of a question (seats, flips, repeats) asks the same
 def _fit(text: str, max_words: int | None, max_chars: int | None, policy: str,
          instance_id: str) -> tuple[str, dict[str, Any]]:
     words = [m.span() for m in _WORD.finditer(text)]

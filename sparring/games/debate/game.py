@@ -10,7 +10,6 @@ import hashlib
 import random
 import re
 import weakref
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -43,7 +42,6 @@ SCORE_OPTIONS = [" A", " B"]
 _WORDS = re.compile(r"\S+")
 
 
-@lru_cache(maxsize=65536)  # asked once per episode with (seed, salt, instance id): repeats hit
 def _unit(*parts: object) -> float:
     """A uniform number in [0, 1) from a stable hash (independent of any RNG state)."""
     digest = hashlib.sha256(":".join(map(str, parts)).encode()).digest()

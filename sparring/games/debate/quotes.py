@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Literal
 
 from rapidfuzz import fuzz
@@ -35,7 +34,6 @@ class StoryIndex:
     ends: tuple[int, ...]
 
 
-@lru_cache(maxsize=64)
 def index_story(text: str) -> StoryIndex:
     spans, words = [], []
     for m in _WORD.finditer(text):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Literal
 
 from sparring.games.negotiation.instance import ITEMS, PLURALS, Triple
@@ -217,11 +216,6 @@ def check_range(proposal: Triple, counts: Triple) -> None:
 
 def format_proposal(counts: Triple) -> str:
     """`(x books, y hats, z balls)` — always plural, exactly as lm-selfplay writes it."""
-    return _proposal_text(tuple(counts))
-
-
-@lru_cache(maxsize=4096)  # every proposal of every game is written out; pools have few splits
-def _proposal_text(counts: Triple) -> str:
     return "(" + ", ".join(f"{n} {p}" for n, p in zip(counts, PLURALS, strict=False)) + ")"
 
 
