@@ -68,6 +68,17 @@ class RunConfig(Strict):
         return v
 
 
+class BranchConfig(Strict):
+    """Branched rollouts (DPO pairs from continuations): at the target agent's turns, sample `k`
+    alternatives and play every continuation to the end, up to `depth` branch points per tree."""
+
+    target: str = Field(description="the agent whose turns branch")
+    k: int = Field(2, ge=2, description="alternatives per branch point")
+    mode: Literal["half", "full"] = Field("half", description="half: only the target's turns branch; "
+                                                              "full: every competing seat's turns branch")
+    depth: int = Field(1, ge=1, description="branch points per tree (k**depth leaves)")
+
+
 class ExperimentConfig(Strict):
     name: str = Field("", description="default: the file stem")
     description: str = ""
@@ -79,6 +90,7 @@ class ExperimentConfig(Strict):
     agents: dict[str, dict[str, Any]] = Field(default_factory=dict)
     tournament: TournamentConfig = Field(default_factory=TournamentConfig)
     run: RunConfig = Field(default_factory=RunConfig)
+    branch: BranchConfig | None = None
 
 
 # Keys that may differ between runs of the same experiment (shards, resumes, merges).

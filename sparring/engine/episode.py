@@ -79,16 +79,18 @@ class EpisodeDriver:
         self.state: Any = None
 
     # -- recording --------------------------------------------------------------------------
-    def _record(self, gen: AgentGen, player: str, mine: list[CallRecord]) -> AgentGen:
-        """Pass calls through, logging each call with its result into `self.calls` and into
-        `mine` (this turn's own calls: simultaneous turns interleave in `self.calls`)."""
+    def _record(self, gen: AgentGen, player: str, mine: list[CallRecord], shared: bool = True) -> AgentGen:
+        """Pass calls through, logging each call with its result into `mine` (this turn's own
+        calls: simultaneous turns interleave in `self.calls`) and, if `shared`, `self.calls`
+        (branched alternatives keep theirs for their own branch)."""
         try:
             calls = next(gen)
             while True:
                 results = yield calls
                 for call, res in zip(calls, results, strict=False):
                     record = _call_record(call, res, player)
-                    self.calls.append(record)
+                    if shared:
+                        self.calls.append(record)
                     mine.append(record)
                 calls = gen.send(results)
         except StopIteration as stop:
@@ -119,7 +121,7 @@ class EpisodeDriver:
     # -- play -------------------------------------------------------------------------------
     def run(self) -> AgentGen:
         started = time.time()
-        seats = {p: _seat(p, a) for p, a in self.seat_agents.items()}
+        seats = {p: seat_view(p, a) for p, a in self.seat_agents.items()}
         try:
             self.state = self.game.reset(self.instance, seats, self.rng, flip=self.job.flip)
             while not self.game.is_over(self.state):
@@ -173,7 +175,7 @@ class EpisodeDriver:
                              self.id, self.job.instance_id, self.job.flip, self.labels)
 
 
-def _seat(player: str, agent: Agent) -> Seat:
+def seat_view(player: str, agent: Agent) -> Seat:
     """The game's view of a seat; one object per (agent, player), reused by every episode."""
     cache = agent.__dict__.setdefault("_seats", {})
     seat = cache.get(player)

@@ -243,6 +243,11 @@ def resolve(cfg: ExperimentConfig, path: Path | str, specs: dict[str, ModelSpec]
         agent_configs[name] = acfg
 
     participants, judges = _tournament_agents(cfg, roles, game.evaluator_roles, agent_configs, err)
+    if cfg.branch is not None:
+        if cfg.branch.target not in agent_configs:
+            raise err(f"unknown agent {cfg.branch.target!r}; agents: {', '.join(agent_configs)}", "branch.target")
+        if not game.can_fork:
+            raise err(f"game {cfg.game!r} cannot fork its state, so it cannot branch", "branch")
     return Experiment(config=cfg, file=file, game=game, roles=roles, agent_configs=agent_configs,
                       samplings=samplings, prompts=prompts, specs=dict(specs),
                       participants=participants, judges=judges)

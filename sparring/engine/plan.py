@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sparring.agents.base import Agent, AgentGen
+from sparring.engine.branch import BranchDriver
 from sparring.engine.episode import EpisodeDriver, EpisodeJob
 from sparring.engine.instances import load_instances
 from sparring.engine.loader import Experiment, load_config, resolve
@@ -157,7 +158,9 @@ def episodes(exp: Experiment, instances: Mapping[str, Any], jobs: Iterable[Episo
             instance = instances.get(job.instance_id)
             if instance is None:
                 raise SparringError(f"instance {job.instance_id!r} is not loaded")
-            driver = EpisodeDriver(exp.game, job, instance, agents)
+            branch = exp.config.branch
+            driver = (BranchDriver(exp.game, job, instance, agents, branch=branch) if branch is not None
+                      else EpisodeDriver(exp.game, job, instance, agents))
         except SparringError as e:
             sink.add_failed(failed_record(exp, job, agents, e))
             continue

@@ -157,13 +157,14 @@ class Arena:
     def play(self, jobs: Iterable[EpisodeJob], *, store: RunStore | None = None, max_live: int | None = None,
              on_record: Callable[[EpisodeRecord], None] | None = None) -> list[EpisodeRecord]:
         """Play `jobs` through the batched runner; return their records (failed ones included,
-        with `status="failed"`) in job order. With `store`, each record is also appended to that
+        with `status="failed"`; a branched job gives all its leaves) in job order. With `store`, each record is also appended to that
         run directory (committed after every tick, like a CLI run)."""
         jobs = list(jobs)
-        out: dict[str, EpisodeRecord] = {}
+        out: dict[str, list[EpisodeRecord]] = {}
 
         def keep(record: EpisodeRecord) -> None:
-            out[record.id] = record
+            job_id = record.tree["id"] if record.tree else record.id  # a branched tree: its leaves
+            out.setdefault(job_id, []).append(record)
             if on_record is not None:
                 on_record(record)
 
@@ -182,7 +183,7 @@ class Arena:
         if store is not None:
             runner.on_tick = store.commit
         runner.run(jobs)
-        return [out[j.id] for j in jobs if j.id in out]
+        return [r for j in jobs for r in out.get(j.id, [])]
 
     def close(self) -> None:
         if self._own_pool:

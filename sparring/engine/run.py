@@ -99,7 +99,7 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
                     if plan.schedule.swiss and rnd > 1:
                         results = {r.id: r for r in iter_records(plan.run_dir, transcripts=False)}
                     jobs = select(first if rnd == 1 else plan.schedule.jobs(rnd, results), plan.shard)
-                    todo = [j for j in jobs if j.id not in store.done
+                    todo = [j for j in jobs if not store.stored(j.id)
                             and (opts.retry_failed or j.id not in store.failed)]
                     skipped_failed = 0 if opts.retry_failed else sum(1 for j in jobs if j.id in store.failed)
                     if skipped_failed and not opts.quiet:
@@ -112,7 +112,7 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
                     if active.draining:
                         interrupted = active.stopped_by is None  # a user's Ctrl-C, not a circuit breaker
                         break
-        missing = [i for i in scheduled if i not in store.done]
+        missing = [i for i in scheduled if not store.stored(i)]
         status = "interrupted" if interrupted else ("incomplete" if missing or active.errors
                                                     or active.stopped_by else "complete")
     except KeyboardInterrupt:

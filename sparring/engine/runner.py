@@ -235,10 +235,12 @@ class Runner:
         for ep, res in zip(current, results, strict=True):
             self._advance(ep.gen, res, live)
 
-    def _finish(self, record: EpisodeRecord) -> None:
-        self.stats.done += 1
-        if self.on_done:
-            self.on_done(record)
+    def _finish(self, result: EpisodeRecord | list[EpisodeRecord]) -> None:
+        """A finished episode's record (a branched tree returns all its leaves at once)."""
+        for record in result if isinstance(result, list) else [result]:
+            self.stats.done += 1
+            if self.on_done:
+                self.on_done(record)
         if self.progress:
             self.progress(self.stats)
 

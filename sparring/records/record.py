@@ -71,6 +71,9 @@ class EpisodeRecord(Strict):
     started_at: float = 0.0
     duration_s: float = 0.0
     usage: dict[str, Usage] = Field(default_factory=dict)
+    # Branched rollouts: this episode is one leaf of a tree {"id": the tree (= job) id, "path":
+    # the alternative taken at each branch point, "points": [{"player", "turn"}...]}.
+    tree: dict[str, Any] | None = None
 
 
 TRANSCRIPT_FIELDS = ("calls", "events")

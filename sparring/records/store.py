@@ -114,6 +114,7 @@ class Stored(NamedTuple):
     line: bytes  # JSON + newline
     completion_tokens: int = 0
     error: str | None = None
+    tree: str | None = None  # branched rollouts: the tree (job) id this leaf belongs to
 
     @classmethod
     def of(cls, record: EpisodeRecord, redact: Redactor | None = None) -> Stored:
@@ -128,7 +129,8 @@ class Stored(NamedTuple):
             line = record.model_dump_json()
         if redact is not None:
             line = redact(line)
-        return cls(record.id, record.status, line.encode() + b"\n", tokens, record.error)
+        tree = record.tree.get("id") if record.tree else None
+        return cls(record.id, record.status, line.encode() + b"\n", tokens, record.error, tree)
 
 
 Redactor = Callable[[str], str]
@@ -190,9 +192,12 @@ class RunStore:
             repair_jsonl(self.path / name)
         self.done: dict[str, str] = {}  # id -> status (complete / aborted)
         self.failed: dict[str, str] = {}  # id -> error
+        self.trees: set[str] = set()  # branched rollouts: trees (jobs) whose leaves are stored
         for obj in iter_jsonl(self.path / EPISODES):
             if "id" in obj:
                 self.done.setdefault(obj["id"], obj.get("status", "complete"))
+                if isinstance(obj.get("tree"), dict) and obj["tree"].get("id"):
+                    self.trees.add(obj["tree"]["id"])
         for obj in iter_jsonl(self.path / FAILURES):
             if "id" in obj and obj["id"] not in self.done:
                 self.failed[obj["id"]] = obj.get("error") or ""
@@ -220,6 +225,10 @@ class RunStore:
         tmp.write_text(f"# resolved configuration of this run (sparring {__version__})\n{text}", encoding="utf-8")
         os.replace(tmp, self.path / CONFIG)
 
+    def stored(self, job_id: str) -> bool:
+        """Whether a scheduled job is stored as done (an episode, or a branched tree's leaves)."""
+        return job_id in self.done or job_id in self.trees
+
     # -- appends ---------------------------------------------------------------------------------
     def add_done(self, record: EpisodeRecord) -> None:
         self.add_serialized(Stored.of(record, self.redact))
@@ -241,6 +250,8 @@ class RunStore:
                     continue
                 self.done[item.id] = item.status
                 self.failed.pop(item.id, None)
+                if item.tree:  # a tree's leaves are stored together: the tree (job) is done
+                    self.trees.add(item.tree)
                 lines.append(item.line)
                 written.append(item)
                 self.completion_tokens += item.completion_tokens

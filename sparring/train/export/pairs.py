@@ -1,8 +1,9 @@
 """DPO rows: `{"prompt", "chosen", "rejected", "preference", "margin", "meta"}` (TRL's
 conversational preference format plus a soft target).
 
-Source: best-of-N candidates (each candidate's evaluator score is its value; every candidate was
-sampled for the same shown messages, so chosen and rejected share one identical prompt). Soft targets follow the NYU debate work: `prob` p = σ(γ·(v_c − v_r)),
+Sources: best-of-N candidates (each candidate's evaluator score is its value) and branched
+rollouts (sibling alternatives; the value of an alternative is the mean outcome over its subtree,
+`export/branches.py`). Either way chosen and rejected answered one identical prompt. Soft targets follow the NYU debate work: `prob` p = σ(γ·(v_c − v_r)),
 `log_prob` σ(γ·(log v_c − log v_r)), `logit` σ(γ·(logit v_c − logit v_r)), `binary` p = 1.
 """
 
@@ -63,7 +64,9 @@ def candidate_pairs(call: CallRecord, min_gap: float) -> list[tuple[str, str, fl
 
 def dpo_rows(records: Iterable[EpisodeRecord], filters: ExportFilters | None = None, *, target: Target = "prob",
              gamma: float = 1.0, min_gap: float = 0.0) -> list[dict[str, Any]]:
-    """Preference rows from the best-of-N candidates in `records`."""
+    """Preference rows from the best-of-N candidates and the branched rollouts in `records`."""
+    from sparring.train.export.branches import branch_pairs
+
     f = filters or ExportFilters()
     records = list(records)
     rows: list[dict[str, Any]] = []
@@ -73,4 +76,5 @@ def dpo_rows(records: Iterable[EpisodeRecord], filters: ExportFilters | None = N
                 prompt = [{"role": m.role, "content": m.content} for m in call.messages]
                 rows.append(pair_row(prompt, chosen, rejected, v_c, v_r, target, gamma,
                                      meta(rec, player, source="best_of_n", turn=call.turn)))
+    rows.extend(branch_pairs(records, f, target=target, gamma=gamma, min_gap=min_gap))
     return rows

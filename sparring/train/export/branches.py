@@ -1,0 +1,70 @@
+"""DPO pairs from branched rollouts: sibling alternatives at a branch point were shown identical
+messages; each alternative's value is the mean outcome for the branching player over the leaves
+of its subtree (judge probability for its side, negotiation reward)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from sparring.records.record import CallRecord, EpisodeRecord
+from sparring.train.export.conversation import meta, reply_text
+from sparring.train.export.filters import ExportFilters
+
+
+def branch_pairs(records: Iterable[EpisodeRecord], f: ExportFilters, *, target: Any = "prob", gamma: float = 1.0,
+                 min_gap: float = 0.0) -> list[dict[str, Any]]:
+    from sparring.train.export.pairs import pair_row
+
+    trees: dict[str, list[EpisodeRecord]] = defaultdict(list)
+    for rec in records:
+        if rec.tree and rec.outcome is not None and rec.status != "failed":
+            trees[rec.tree["id"]].append(rec)
+    rows: list[dict[str, Any]] = []
+    for leaves in trees.values():
+        depth = max(len(leaf.tree["path"]) for leaf in leaves if leaf.tree)
+        for d in range(depth):
+            by_parent: dict[tuple[int, ...], dict[int, list[EpisodeRecord]]] = defaultdict(lambda: defaultdict(list))
+            for leaf in leaves:
+                path = leaf.tree["path"] if leaf.tree else []
+                if len(path) > d:
+                    by_parent[tuple(path[:d])][path[d]].append(leaf)
+            for parent, children in by_parent.items():
+                rows.extend(_pairs_at(children, d, list(parent), f, target, gamma, min_gap, pair_row))
+    return rows
+
+
+def _branch_call(leaf: EpisodeRecord, d: int) -> CallRecord | None:
+    return next((c for c in leaf.calls if c.meta.get("branch") == d and c.op == "generate"), None)
+
+
+def _pairs_at(children: dict[int, list[EpisodeRecord]], d: int, parent: list[int], f: ExportFilters, target: Any,
+              gamma: float, min_gap: float, pair_row: Any) -> list[dict[str, Any]]:
+    if len(children) < 2:
+        return []
+    alts: dict[int, tuple[str, float, CallRecord, EpisodeRecord]] = {}
+    for i, leaves in children.items():
+        call = _branch_call(leaves[0], d)
+        if call is None or call.rejected:
+            continue
+        reply = reply_text(call)
+        player = call.player
+        seat = leaves[0].seats.get(player)
+        if reply is None or seat is None or (f.role and seat.role != f.role) or (f.agent and seat.agent != f.agent):
+            continue
+        value = sum(float(leaf.outcome.rewards.get(player, 0.0)) for leaf in leaves if leaf.outcome) / len(leaves)
+        alts[i] = (reply, value, call, leaves[0])
+    if len(alts) < 2:
+        return []
+    best = max(alts, key=lambda i: (alts[i][1], -i))
+    reply_c, v_c, call, leaf = alts[best]
+    prompt = [{"role": m.role, "content": m.content} for m in call.messages]
+    rows = []
+    for i, (reply_r, v_r, _, _) in sorted(alts.items()):
+        if i == best or v_c - v_r < min_gap or reply_r == reply_c:
+            continue
+        rows.append(pair_row(prompt, reply_c, reply_r, v_c, v_r, target, gamma,
+                             meta(leaf, call.player, source="branch", branch_depth=d, branch_parent=parent,
+                                  tree=leaf.tree["id"] if leaf.tree else None)))
+    return rows
