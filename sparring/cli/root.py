@@ -47,10 +47,9 @@ def _root() -> None:
 def _register(app: typer.Typer) -> None:
     import importlib
     import pkgutil
+    from pathlib import Path
 
-    import sparring.cli as package
-
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+    for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda m: m.name):
         if info.name.startswith("_") or info.name == "root":
             continue
         module = importlib.import_module(f"sparring.cli.{info.name}")

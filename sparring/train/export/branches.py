@@ -11,12 +11,11 @@ from typing import Any
 from sparring.records.record import CallRecord, EpisodeRecord
 from sparring.train.export.conversation import meta, reply_text
 from sparring.train.export.filters import ExportFilters
+from sparring.train.export.targets import pair_row
 
 
 def branch_pairs(records: Iterable[EpisodeRecord], f: ExportFilters, *, target: Any = "prob", gamma: float = 1.0,
                  min_gap: float = 0.0) -> list[dict[str, Any]]:
-    from sparring.train.export.pairs import pair_row
-
     trees: dict[str, list[EpisodeRecord]] = defaultdict(list)
     for rec in records:
         if rec.tree and rec.outcome is not None and rec.status != "failed":

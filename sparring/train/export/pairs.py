@@ -11,39 +11,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any
 
 from sparring.records.record import CallRecord, EpisodeRecord
+from sparring.train.export.branches import branch_pairs
 from sparring.train.export.conversation import meta, own_calls
 from sparring.train.export.filters import ExportFilters, select
-
-Target = Literal["prob", "log_prob", "logit", "binary"]
-_EPS = 1e-6
-
-
-def soft_target(v_chosen: float, v_rejected: float, target: Target = "prob", gamma: float = 1.0) -> float:
-    """Probability that the chosen reply is preferred, from the two values."""
-    if target == "binary":
-        return 1.0
-    if target == "prob":
-        d = v_chosen - v_rejected
-    elif target == "log_prob":
-        d = math.log(max(v_chosen, _EPS)) - math.log(max(v_rejected, _EPS))
-    else:
-        d = _logit(v_chosen) - _logit(v_rejected)
-    return 1.0 / (1.0 + math.exp(-gamma * d))
-
-
-def _logit(v: float) -> float:
-    v = min(max(v, _EPS), 1 - _EPS)
-    return math.log(v / (1 - v))
-
-
-def pair_row(prompt: list[dict[str, str]], chosen: str, rejected: str, v_c: float, v_r: float, target: Target,
-             gamma: float, info: dict[str, Any]) -> dict[str, Any]:
-    return {"prompt": prompt, "chosen": [{"role": "assistant", "content": chosen}],
-            "rejected": [{"role": "assistant", "content": rejected}],
-            "preference": soft_target(v_c, v_r, target, gamma), "margin": v_c - v_r, "meta": info}
+from sparring.train.export.targets import Target, pair_row, soft_target
 
 
 def candidate_pairs(call: CallRecord, min_gap: float) -> list[tuple[str, str, float, float]]:
@@ -65,8 +39,6 @@ def candidate_pairs(call: CallRecord, min_gap: float) -> list[tuple[str, str, fl
 def dpo_rows(records: Iterable[EpisodeRecord], filters: ExportFilters | None = None, *, target: Target = "prob",
              gamma: float = 1.0, min_gap: float = 0.0) -> list[dict[str, Any]]:
     """Preference rows from the best-of-N candidates and the branched rollouts in `records`."""
-    from sparring.train.export.branches import branch_pairs
-
     f = filters or ExportFilters()
     records = list(records)
     rows: list[dict[str, Any]] = []
@@ -78,3 +50,6 @@ def dpo_rows(records: Iterable[EpisodeRecord], filters: ExportFilters | None = N
                                      meta(rec, player, source="best_of_n", turn=call.turn)))
     rows.extend(branch_pairs(records, f, target=target, gamma=gamma, min_gap=min_gap))
     return rows
+
+
+__all__ = ["Target", "candidate_pairs", "dpo_rows", "pair_row", "soft_target"]
