@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import time
 import weakref
 from collections.abc import Awaitable, Coroutine, Iterable
 from typing import Any, TypeVar
@@ -26,6 +27,9 @@ def _shutdown(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None
         thread.join(timeout=5)
     if not thread.is_alive() and not loop.is_running():
         loop.close()
+
+
+WAIT_SLICE_S = 0.25  # how often a caller waiting on the loop checks that it still runs
 
 
 class LoopThread:
@@ -77,8 +81,18 @@ class LoopThread:
             coro.close()
             raise RuntimeError(f"{self.name}: blocking call from inside its own event loop would deadlock")
         future = self.submit(coro)
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            return future.result(timeout)
+            while True:
+                wait = WAIT_SLICE_S if deadline is None else max(0.0, min(WAIT_SLICE_S, deadline - time.monotonic()))
+                try:
+                    return future.result(wait)
+                except concurrent.futures.TimeoutError:
+                    if self._closed:  # closed under us (a second Ctrl-C): never wait forever
+                        raise RuntimeError(f"{self.name}: the event loop was closed while a request was "
+                                           "in flight") from None
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise
         except BaseException:
             # KeyboardInterrupt / timeout in the caller: do not leave the work running.
             future.cancel()

@@ -119,3 +119,32 @@ def test_unclassified_errors_propagate_unchanged():
 
     with pytest.raises(KeyError):
         asyncio.run(call_with_retries(attempt, policy=RetryPolicy(), classify=classify, what="m"))
+
+
+def test_a_caller_waiting_on_a_closed_loop_does_not_hang():
+    """Double Ctrl-C during an in-flight request: the loop is closed while a runner thread waits
+    on it; that thread must return (with an error) instead of blocking interpreter exit forever."""
+    import asyncio
+    import threading
+    import time
+
+    from sparring.models.aio import LoopThread
+
+    loop = LoopThread("test-loop")
+    outcome: list[BaseException] = []
+
+    async def forever():
+        await asyncio.sleep(3600)
+
+    def waiter():
+        try:
+            loop.run(forever())
+        except BaseException as e:  # noqa: BLE001
+            outcome.append(e)
+
+    t = threading.Thread(target=waiter, daemon=True)
+    t.start()
+    time.sleep(0.3)
+    loop.close()
+    t.join(timeout=5)
+    assert not t.is_alive() and outcome and isinstance(outcome[0], (RuntimeError, Exception))
