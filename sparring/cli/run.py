@@ -45,7 +45,7 @@ def _workers(value: str | None) -> int | str | None:
         raise ConfigError(f"--workers expects a number or 'auto', got {value!r}") from None
 
 
-def _run(configuration: str | None, *, family: str | None = None, **kw) -> None:
+def _run(configuration: str | None, **kw) -> None:
     from sparring.engine.run import RunOptions, run_experiment
 
     no_report = kw.pop("no_report", False)
@@ -113,7 +113,8 @@ def register(app: typer.Typer) -> None:
 
 
 def script_main(family: str, prog: str, argv: list[str] | None = None) -> None:
-    """Body of scripts/run_debate.py and scripts/run_negotiation.py (`--configuration NAME`)."""
+    """Body of scripts/run_debate.py and scripts/run_negotiation.py (`--configuration NAME`): the
+    same as `sparring run`, for any game; `family` only names the script's usual game in --help."""
     from pydantic import ValidationError
 
     from sparring.errors import SparringError
@@ -128,7 +129,7 @@ def script_main(family: str, prog: str, argv: list[str] | None = None) -> None:
         models_file: str | None = ModelsFile, max_live: int | None = MaxLive, workers: str | None = Workers,
         seed: int | None = Seed, run_name: str | None = RunName, quiet: bool = Quiet, no_report: bool = NoReport,
     ) -> None:
-        _run(configuration, family=family, num_iters=num_iters, dry_run=dry_run, resume=resume,
+        _run(configuration, num_iters=num_iters, dry_run=dry_run, resume=resume,
              retry_failed=retry_failed, shard=shard, output_dir=output_dir, models_file=models_file,
              max_live=max_live, workers=_workers(workers), seed=seed, run_name=run_name, quiet=quiet,
              no_report=no_report)
