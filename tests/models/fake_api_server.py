@@ -58,6 +58,8 @@ class Behaviour:
     omit_logprobs: bool = False
     # If set, requests must carry this key (Bearer for OpenAI, x-api-key for Anthropic), else 401.
     require_key: str | None = None
+    # Serve one request at a time, like llama.cpp's server: the others wait in the server's queue.
+    serial: bool = False
 
 
 def _last_user_text(messages: list[dict[str, Any]]) -> str:
@@ -90,6 +92,7 @@ class FakeAPIServer:
         self.behaviour = Behaviour()
         self.requests: list[Recorded] = []
         self.adapters: dict[str, str] = {}  # LoRA adapters loaded through /v1/load_lora_adapter
+        self._serial: asyncio.Lock | None = None
         self.in_flight = 0
         self.peak_in_flight = 0
         self._lock = threading.Lock()
@@ -174,6 +177,17 @@ class FakeAPIServer:
         return app
 
     async def _handle(self, request: Request, flavour: str) -> Response:
+        if self.behaviour.serial:
+            async with self._serial_lock():
+                return await self._handle_one(request, flavour)
+        return await self._handle_one(request, flavour)
+
+    def _serial_lock(self) -> asyncio.Lock:
+        if self._serial is None:  # created inside the server's event loop
+            self._serial = asyncio.Lock()
+        return self._serial
+
+    async def _handle_one(self, request: Request, flavour: str) -> Response:
         body = await request.json()
         rec = Recorded(request.url.path, body, {k.lower(): v for k, v in request.headers.items()},
                        time.monotonic())

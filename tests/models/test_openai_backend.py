@@ -384,3 +384,21 @@ def test_models_check_detects_a_server_that_ignores_continue_final_message(api, 
         assert "prefill: continued" in res.output
     else:
         assert res.exit_code == 2 and "ignores" in res.output and "continue_final_message" in res.output
+
+
+def test_a_one_request_at_a_time_server_needs_concurrency_one(api, make_model):
+    """llama.cpp computes one request at a time. With several requests in flight, the queued ones
+    spend their timeout waiting in the server and fail; with `concurrency: 1` (the shipped
+    llamacpp-local) each request is sent only when the previous one is done, so its timeout
+    counts from when it is sent and every request succeeds."""
+    api.behaviour.serial = True
+    api.behaviour.latency_s = 0.3
+    requests = [GenerateRequest(messages=[Message(role="user", content=f"q{i}")]) for i in range(5)]
+    crowded = make_model(concurrency=5, timeout_s=0.8, max_retries=0).generate(requests)
+    assert any(isinstance(r, BaseException) for r in crowded)  # queued behind each other: timed out
+    api.reset()
+    api.behaviour.serial = True
+    api.behaviour.latency_s = 0.3
+    one_at_a_time = make_model(concurrency=1, timeout_s=0.8, max_retries=0).generate(requests)
+    assert all(not isinstance(r, BaseException) for r in one_at_a_time)
+    assert api.peak_in_flight == 1
