@@ -1,8 +1,10 @@
 """Training loops: play → rows → train → register → evaluate, K times.
 
 `method: dpo` (`scripts/run_iterative_dpo.py`): the current policy (the base model, then adapter
-k−1) plays the configured self-play games with best-of-N, judged by the configured judge; its
-candidates become DPO pairs; DPO trains adapter k with the previous policy as the reference.
+k−1) plays the configured self-play games as branched rollouts (`selfplay.branch`) or with
+best-of-N, judged by the configured judge; sibling continuations (values: the mean outcome of each
+subtree) or scored candidates become DPO pairs; DPO trains adapter k with the previous policy as
+the reference.
 `method: sft` (`scripts/run_selfplay_sft.py`, lm-selfplay): the policy plays (self-play or against
 a fixed partner); the games that pass the `keep` filter (above average reward, as the paper)
 become SFT rows for the policy's seats; SFT trains adapter k (optionally on every iteration's
@@ -116,8 +118,8 @@ class Loop:
                             gamma=e.gamma, min_gap=e.min_gap)
             if e.max_pairs is not None:
                 rows = sorted(rows, key=lambda r: -r["margin"])[: e.max_pairs]
-            why = ("the policy agent needs best_of_n with n >= 2, and candidates that the judge scores "
-                   "differently")
+            why = ("selfplay needs `branch: {target: <policy agent>}` or the policy agent best_of_n with "
+                   "n >= 2, and alternatives that the judge values differently")
         else:
             rows = sft_rows(records, ExportFilters(agent=self.config.policy_agent, keep=e.keep, k=e.k))
             why = f"no game of the policy passed keep={e.keep!r} (all rewards equal, e.g. no deal at all?)"

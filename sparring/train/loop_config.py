@@ -11,8 +11,8 @@ from sparring.types import Strict
 
 
 class ExportSettings(Strict):
-    """Which rows each iteration's self-play yields (see `sparring export`): DPO pairs from best-of-N
-    candidates, or SFT rows of the games that pass `keep` (lm-selfplay keeps `above_avg`)."""
+    """Which rows each iteration's self-play yields (see `sparring export`): DPO pairs from branched
+    rollouts or best-of-N candidates, or SFT rows of the games that pass `keep` (lm-selfplay keeps `above_avg`)."""
 
     keep: Literal["all", "winners", "correct", "above_avg", "nonzero", "top_k"] = "above_avg"
     k: int = Field(100, ge=1, description="top_k: how many (episode, player) pairs")
@@ -51,7 +51,8 @@ class LoopConfig(Strict):
     models_file: str | None = Field(None, description="your models file (the base model's spec)")
     policy_agent: str = Field("policy", description="the agent of `selfplay` that is trained")
     selfplay: dict[str, Any] = Field(description="an experiment config (game, dataset, agents, tournament); the "
-                                                 "policy agent should use best_of_n so its turns yield pairs")
+                                                 "policy's turns yield pairs from `branch:` (branched "
+                                                 "rollouts) or from the agent's best_of_n")
     export: ExportSettings = Field(default_factory=ExportSettings)
     train: TrainSettings = Field(default_factory=TrainSettings)
     evaluation: EvalSettings

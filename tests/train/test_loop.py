@@ -71,3 +71,21 @@ def test_two_iterations_with_a_crash_between_stages_and_the_resume(loop_file, mo
     assert models["tiny-dpo@2"]["args"]["default_adapter"] == "iter2"
     text = report.read_text()
     assert "| 2 |" in text and "win rate vs base" in text
+
+
+def test_branched_selfplay_gives_the_pairs(loop_file, tmp_path):
+    """`selfplay.branch` instead of best-of-N: the policy's first speech branches k ways, each
+    continuation is judged, and sibling speeches become the pairs (source "branch")."""
+    data = yaml.safe_load(loop_file.read_text())
+    data["iterations"] = 1
+    del data["selfplay"]["agents"]["policy"]["best_of_n"]
+    data["selfplay"]["branch"] = {"target": "policy", "k": 2}
+    loop_file.write_text(yaml.safe_dump(data))
+    config, file = load_loop(str(loop_file))
+    Loop(config, file).run()
+    state = json.loads((tmp_path / "loop" / "state.json").read_text())
+    it = state["iterations"]["1"]
+    assert it["done"] == ["play", "export", "train", "register", "evaluate"]
+    rows = [json.loads(line) for line in open(it["export"]["path"])]
+    assert rows and {r["meta"]["source"] for r in rows} == {"branch"}
+    assert all(r["chosen"] != r["rejected"] for r in rows)

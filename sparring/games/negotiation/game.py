@@ -72,6 +72,10 @@ class DondConfig(Strict):
     prefill_proposals: bool = False
     propose_after: int | None = Field(None, ge=1, description="with prefill_proposals: turns after which "
                                                                "every reply is a proposal")
+    # Not lm-selfplay (whose proposals stay hidden): the first proposal is shown to the other player
+    # with what it leaves them, so a deal only needs them to copy it. For models too small to
+    # work out the complement of a hidden proposal (the bundled 135M model reaches no deal without).
+    reveal_proposals: bool = False
 
     @model_validator(mode="after")
     def _check_lam(self) -> DondConfig:
@@ -153,7 +157,7 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
                                    lam=cfg.weight, action_format=cfg.action_format, message_form=message_form,
                                    proposal_form=proposal_form, example=example,
                                    example_text=format_proposal(_example_counts(counts)), max_turns=cfg.max_turns,
-                                   first=player == state.first)
+                                   first=player == state.first, reveal=cfg.reveal_proposals)
         var["pool_text"] = ps.render("pool", v, **var)
         var["values_text"] = ps.render("values", v, **var)
         system = ps.render("system", v, format_rules=ps.render(f"format_{cfg.action_format}", v, **var),
@@ -287,7 +291,10 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
             state.proposals[player] = counts
             self._event(state, player, TURN_TAG, shown, [player], kind="proposal", counts=list(counts))
             if first_proposal:
-                notice = self._render(state, other, "proposal_notice")
+                pool = state.instance.counts
+                rest = (pool[0] - counts[0], pool[1] - counts[1], pool[2] - counts[2])
+                notice = self._render(state, other, "proposal_notice", revealed=self.config.reveal_proposals,
+                                      theirs=format_proposal(counts), rest=format_proposal(rest))
                 views[other] = new(Message, role="user", content=notice)
                 self._event(state, player, "proposal_notice", notice, [other])
             else:

@@ -173,3 +173,41 @@ def test_prefilled_proposals_let_a_small_model_fill_in_only_the_counts():
         assert prefixes == ["", "", "[propose] (", "[propose] ("]  # two messages, then proposals
         assert not any(c.rejected for c in rec.calls)
         assert [e.meta.get("kind") for e in rec.events if e.tag == "turn"][:2] == ["message", "message"]
+
+
+def test_revealed_proposals_show_the_first_proposal_and_what_it_leaves():
+    """`reveal_proposals` (a variant for small models): the second mover sees the first proposal
+    and its complement, so copying the complement makes the deal; without it nothing leaks."""
+    import re
+
+    from sparring.engine.play import Arena
+    from sparring.models.scripted import ScriptedModel
+
+    def copy_the_rest(req):
+        notice = req.messages[-1].content
+        m = re.search(r"leaves you \((\d+) books, (\d+) hats, (\d+) balls\)", notice)
+        if m:
+            return "[propose] ({} books, {} hats, {} balls)".format(*m.groups())
+        if "proposal" in notice.lower() and "hidden" in notice.lower():
+            return "[propose] (0 books, 0 hats, 0 balls)"
+        return "[message] let us share" if len(req.messages) < 3 else "[propose] (1 books, 0 hats, 0 balls)"
+
+    for reveal in (True, False):
+        cfg = {"game": "dond", "game_args": {"max_turns": 6, "reveal_proposals": reveal},
+               "dataset": {"name": "dond_generated", "args": {"n": 3, "seed": 0}},
+               "agents": {"a": {"role": "negotiator", "model": "m"}},
+               "tournament": {"type": "self_play", "participants": ["a"]}}
+        model = ScriptedModel("m", mode="callable", function=copy_the_rest)
+        with Arena.from_config(cfg, models={"m": model}) as arena:
+            records = arena.play(arena.jobs())
+        for rec in records:
+            m = rec.outcome.metrics
+            notice = next(e for e in rec.events if e.tag == "proposal_notice")
+            first = m["proposals"][m["proposal_order"][0]]
+            if reveal:
+                assert f"to keep ({first[0]} books, {first[1]} hats, {first[2]} balls)" in notice.content
+                assert m["deal"], rec.outcome.reason
+            else:
+                assert "hidden" in notice.content and not re.search(r"\d+ books", notice.content)
+        system = records[0].calls[0].messages[0].content
+        assert ("first proposal is shown" in system) is reveal
