@@ -127,9 +127,6 @@ class EnvPool:
 
 
 def _close_all(envs: list[Any]) -> None:
-    for env in envs:
-        try:
-            env.close()
-        except Exception:  # a JVM that already exited: nothing left to close
-            pass
+    """Drop the pool's references: each `TextWorldExpressEnv` stops its JVM when collected (its
+    `__del__` closes it; closing it here as well would make that second close fail noisily)."""
     envs.clear()

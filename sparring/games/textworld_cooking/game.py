@@ -83,6 +83,11 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
             pool = self._pools[params] = EnvPool(params)
         return pool
 
+    @property
+    def simulators(self) -> int:
+        """Simulators (JVM processes) this game has started so far."""
+        return sum(p.size for p in self._pools.values())
+
     def close(self) -> None:
         """Stop every simulator this game started (also done when the game is collected)."""
         for pool in self._pools.values():
@@ -124,7 +129,7 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
             lease.release()
             raise
         common = self._common(info)
-        system = new(Message, role="system", content=prompts.render("system", 0, **common))
+        system = new(Message, role="system", content=prompts.render("system", 0, **common).strip())
         first, first_short = self._observation(prompts, common, info, str(info["observation"]), 1)
         state = CookingState(instance=instance, prompts=prompts, lease=lease, system=system, first=first,
                              first_short=first_short, gold=gold, info=info)
@@ -144,8 +149,8 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
                    inventory=str(info.get("inventory") or ""), step=step,
                    steps_left=self.config.max_steps - step + 1,
                    valid=sorted(info.get("validActions") or []) if self.config.show_valid_actions else [])
-        full = new(Message, role="user", content=prompts.render("observation", 0, full=True, **var))
-        short = new(Message, role="user", content=prompts.render("observation", 0, full=False, **var))
+        full = new(Message, role="user", content=prompts.render("observation", 0, full=True, **var).strip())
+        short = new(Message, role="user", content=prompts.render("observation", 0, full=False, **var).strip())
         return full, short
 
     # -- turn structure ----------------------------------------------------------------------
@@ -201,7 +206,8 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
         else:
             state.n_invalid += 1
             tag = "invalid" if command else "empty"
-            feedback = state.prompts.render(tag, 0, command=command, valid=valid if self.config.show_valid_actions else [])
+            feedback = state.prompts.render(tag, 0, command=command,
+                                            valid=valid if self.config.show_valid_actions else []).strip()
             info = state.info
         shown = matched or command or raw.strip()[:200]
         self._event(state, PLAYER, COMMAND_TAG, shown, raw=raw, valid=matched is not None)

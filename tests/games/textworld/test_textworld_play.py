@@ -19,18 +19,19 @@ CONFIG = {
     "agents": {"gold": {"role": "player", "model": "gold"},
                "lost": {"role": "player", "model": "lost"}},
     "tournament": {"type": "self_play", "participants": ["gold", "lost"]},
-    "run": {"seed": 0, "max_live": 4},
+    "run": {"seed": 0, "max_live": 2},  # one simulator (a JVM) per live episode
 }
 
 
 @pytest.fixture(scope="module")
-def arena():
+def arena(tw_instances):
+    """The rules tests' instances (listing seeds needs no second simulator)."""
     require_simulator()
     from sparring.models.scripted import ScriptedModel
 
     lost = ScriptedModel("lost", mode="callable", function=lost_player)
     gold = ScriptedModel("gold", **GOLD_MODEL["args"])
-    with Arena.from_config(CONFIG, models={"gold": gold, "lost": lost}) as a:
+    with Arena.from_config(CONFIG, models={"gold": gold, "lost": lost}, instances=tw_instances[:3]) as a:
         yield a
         a.exp.game.close()
 
