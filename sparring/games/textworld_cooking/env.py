@@ -56,6 +56,12 @@ class Lease:
         if pool is not None:
             pool.give_back(self.env)
 
+    def discard(self) -> None:
+        """The simulator failed: stop it instead of lending it to the next episode."""
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            pool.discard(self.env)
+
 
 class EnvPool:
     """Environments loaded with one `gameParams` string, lent out one per live episode."""
@@ -109,6 +115,11 @@ class EnvPool:
         with self._lock:
             if not self._closed:
                 self._free.append(env)
+
+    def discard(self, env: Any) -> None:
+        with self._lock:
+            if env in self._all:
+                self._all.remove(env)  # dropping the last reference stops its JVM
 
     def seeds(self, fold: str) -> list[int]:
         """The simulator's own seed list for a fold (train / dev / test)."""

@@ -126,7 +126,7 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
             _, info = lease.env.reset(seed=instance.seed, gameFold=instance.fold, generateGoldPath=True)
             gold = [str(a) for a in lease.env.getGoldActionSequence()]
         except Exception:
-            lease.release()
+            lease.discard()
             raise
         common = self._common(info)
         system = new(Message, role="system", content=prompts.render("system", 0, **common).strip())
@@ -200,7 +200,11 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
         if state.on_gold and (index >= len(state.gold) or matched != state.gold[index]):
             state.on_gold = False
         if matched is not None:
-            feedback, _, _, info = state.lease.env.step(matched)
+            try:
+                feedback, _, _, info = state.lease.env.step(matched)
+            except Exception:
+                state.lease.discard()
+                raise
             feedback = str(feedback)
             state.info = info
         else:
