@@ -141,11 +141,13 @@ class EpisodeDriver:
         for _ in range(MAX_REJECTIONS):
             spec = self.game.action_spec(self.state, player)
             key = (player, spec.tag)
+            private = self.game.request_labels(self.state, player)  # e.g. an expert's next action
             ctx = TurnContext(player=player, role=self.roles[player],
                               observation=self.game.observation(self.state, player), spec=spec,
                               seed=self.rng.getrandbits(64), episode_id=self.id,
                               instance_id=self.job.instance_id, flip=self.job.flip,
-                              turn=self.turns.get(key, 0), labels=self.labels,
+                              turn=self.turns.get(key, 0),
+                              labels={**self.labels, **private} if private else self.labels,
                               lookahead=self._lookahead(player) if player in self.lookahead else None)
             mine: list[CallRecord] = []
             action = yield from self._record(agent.act(ctx), player, mine)

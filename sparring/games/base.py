@@ -213,6 +213,13 @@ class Game(ABC, Generic[InstT, S]):
         Used by best-of-N to score candidate turns; None if the game has no such judge."""
         return None
 
+    def request_labels(self, state: S, player: str) -> dict[str, Any]:
+        """Private labels for `player`'s model requests this turn (`GenerateRequest.context`):
+        never in its messages, never sent to API backends, not stored in records. An
+        environment-backed game puts its expert's next action here, which a scripted expert
+        policy replays to record demonstrations. Default: none."""
+        return {}
+
     def load_instances(self, dataset: DatasetConfig, base_dir: Path) -> list[InstT]:
         """The instances the experiment's `dataset:` block names, from this game's own sources
         (a relative `dataset.args.path` is read from `base_dir`). Raise ConfigError /

@@ -4,6 +4,7 @@ invalid action is corrected or aborts the game, and is recorded as rejected."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -27,7 +28,13 @@ CONFIGS = {
              "dataset": {"name": "dond_generated", "args": {"n": 12, "seed": 3}},
              "agents": {"a": {"role": "negotiator", "model": "fuzz"}, "b": {"role": "negotiator", "model": "fuzz"}},
              "tournament": {"type": "self_play", "participants": ["a"]}},
+    "textworld_cooking": {"game": "textworld_cooking", "game_args": {"max_steps": 12},
+                          "dataset": {"name": "cookingworld", "split": "train", "limit": 3},
+                          "agents": {"p": {"role": "player", "model": "fuzz"}},
+                          "tournament": {"type": "self_play", "participants": ["p"]}, "run": {"max_live": 2}},
 }
+# games whose simulator is an optional extra: (Python package, program on PATH)
+NEEDS = {"textworld_cooking": ("textworld_express", "java")}
 
 
 def _games() -> list[str]:
@@ -38,6 +45,11 @@ def _games() -> list[str]:
 def test_hostile_replies_never_crash_and_are_recorded_as_rejected(tmp_path, game):
     if game not in CONFIGS:
         pytest.skip(f"no fuzz configuration for game {game!r} (add one to CONFIGS)")
+    if game in NEEDS:
+        package, program = NEEDS[game]
+        pytest.importorskip(package)
+        if shutil.which(program) is None:
+            pytest.skip(f"game {game!r} needs {program!r} on PATH")
     fuzz = ScriptedModel("fuzz", **FUZZ_MODEL, record_requests=False)
     with Arena.from_config(CONFIGS[game], models={"fuzz": fuzz}) as arena:
         with open_store(tmp_path / "run", arena.exp.config) as store:

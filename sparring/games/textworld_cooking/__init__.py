@@ -1,0 +1,1 @@
+"""TextWorld cooking: one player cooks a meal in a TextWorldExpress CookingWorld game."""
