@@ -103,16 +103,17 @@ class Table:
     desc: bool
     filters: dict[str, str]
     statuses: list[str]
-    players: list[str]
 
 
 def episode_table(index: RunIndex, *, q: str = "", agent: str = "", instance: str = "", status: str = "",
                   matchup: str = "", sort: str = "order", desc: bool = False, page: int = 1,
                   per: int = 50) -> Table:
-    """Filter, sort and cut one page of the run's episodes (done first, then failed)."""
+    """Filter, sort and cut one page of the run's episodes (done first, then failed). Only a
+    filtered or sorted table needs every row's summary; the plain table parses its page's rows."""
     rows = index.entries
-    statuses = sorted({e.status for e in rows})
-    players = sorted({p for e in rows[:200] for p in e.seats})
+    if any((q, agent, instance, status, matchup)) or sort not in ("", "order"):
+        index.summarize_all()
+    statuses = sorted({e.status for e in rows}) if index.complete else ["aborted", "complete", "failed"]
     if status:
         rows = [e for e in rows if e.status == status]
     if matchup:
@@ -134,12 +135,11 @@ def episode_table(index: RunIndex, *, q: str = "", agent: str = "", instance: st
     pages = max(1, -(-len(rows) // per))
     page = min(max(1, page), pages)
     filters = {"q": q, "agent": agent, "instance": instance, "status": status, "matchup": matchup}
-    return Table(rows=rows[(page - 1) * per: page * per], total=len(rows), page=page, pages=pages, per=per,
-                 sort=sort, desc=desc, filters=filters, statuses=statuses, players=players)
+    return Table(rows=index.summarize(rows[(page - 1) * per: page * per]), total=len(rows), page=page, pages=pages,
+                 per=per, sort=sort, desc=desc, filters=filters, statuses=statuses)
 
 
 def progress(path: Path, index: RunIndex) -> dict[str, Any]:
     """What a live run page polls: status and counts (the index is refreshed by the caller)."""
     s = summarize(path)
-    done = sum(1 for e in index.entries if e.status != "failed")
-    return {"status": s.status, "done": done, "failed": len(index.entries) - done, "expected": s.expected}
+    return {"status": s.status, "done": index.done, "failed": len(index.entries) - index.done, "expected": s.expected}
