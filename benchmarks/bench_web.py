@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "web")
 
 from synthetic import record, write_run  # noqa: E402
 
-from sparring.engine.config import ExperimentConfig, open_store  # noqa: E402
+from sparring.engine.config import open_store, read_config  # noqa: E402
 
 
 def timed(client, url: str) -> tuple[float, int]:
@@ -52,7 +52,7 @@ def main() -> None:
         client.get("/runs")  # session cookie, templates compiled
         cold, s1 = timed(client, "/runs/big")
         warm, s2 = timed(client, "/runs/big")
-        with open_store(run, ExperimentConfig(name="big", game="debate")) as store:
+        with open_store(run, read_config(run)) as store:
             store.add_done(record(args.episodes + 10**6, random.Random(1), story_words=args.story_words,
                                   experiment="big"))
         grown, s3 = timed(client, "/runs/big")

@@ -62,7 +62,9 @@ def write_run(run_dir: Path, n: int, *, story_words: int = 200, failed: int = 0,
               speech: str | None = None, status: str = "complete") -> Path:
     """A run directory with `n` done episodes and `failed` failures, written by RunStore."""
     rng = random.Random(seed)
-    cfg = ExperimentConfig(name=run_dir.name, game="debate")
+    agents = {a: {"role": "debater", "model": f"model-{a}"} for a in AGENTS}
+    agents["judge"] = {"role": "judge", "model": "model-judge"}
+    cfg = ExperimentConfig(name=run_dir.name, game="debate", agents=agents)
     store = open_store(run_dir, cfg)
     for i in range(n):
         store.add_done(record(i, rng, story_words=story_words, experiment=run_dir.name, speech=speech))
