@@ -19,6 +19,8 @@ from sparring.models.base import Model
 from sparring.models.scripted import PROB_FLOOR, count_tokens, prompt_tokens
 from sparring.types import Completion, GenerateRequest, Message, ScoreRequest, Usage
 
+IDLE_TIMEOUT_S = 3 * 3600.0  # a turn left unanswered this long abandons the game
+
 
 class Abandoned(BackendError):
     """The person left the game; the episode ends as a failed (abandoned) record."""
@@ -52,8 +54,9 @@ class WebHuman(Model):
     concurrent = False
     can_score = True
 
-    def __init__(self, name: str = "web-human", **kwargs: Any):
+    def __init__(self, name: str = "web-human", *, idle_timeout_s: float = IDLE_TIMEOUT_S, **kwargs: Any):
         super().__init__(name, **kwargs)
+        self.idle_timeout_s = idle_timeout_s
         self._cond = threading.Condition()
         self.pending: PendingTurn | None = None
         self.seq = 0
@@ -66,7 +69,11 @@ class WebHuman(Model):
                 raise Abandoned(self.abandoned)
             self.pending = turn
             self._cond.notify_all()
+            deadline = time.monotonic() + self.idle_timeout_s
             while turn.answer is None and self.abandoned is None:
+                if time.monotonic() > deadline:  # nobody came back: free the engine thread
+                    self.abandoned = f"no answer for {self.idle_timeout_s:.0f} s"
+                    break
                 self._cond.wait(timeout=1.0)
             self.pending = None
             self._cond.notify_all()

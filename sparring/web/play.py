@@ -195,10 +195,10 @@ def start_game(choice: ConfigChoice, runs_dir: Path, stores: WebStores, *, oppon
         bad = [o for o in opponents if o not in choice.opponents]
         if bad:
             raise SparringError(f"unknown opponent {bad[0]!r}")
-        if choice.role == "judge":
-            if len(opponents) != len(seat_players):
+        if choice.role == "judge":  # one debater per competing seat (consultancy: one consultant)
+            if len(opponents) < len(seat_players):
                 raise SparringError(f"choose {len(seat_players)} debater(s)")
-            agents = tuple(opponents)
+            agents = tuple(opponents[:len(seat_players)])
             player = exp.judge_players[0]
         else:
             if len(opponents) != 1 or len(seat_players) != 2:

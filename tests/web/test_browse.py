@@ -85,3 +85,28 @@ def test_text_from_models_is_escaped(client, runs_dir):
         html = client.get(f"/runs/evil/episodes/{eid}?view={view}").text
         assert SCRIPT not in html
         assert "&lt;script&gt;alert(&#39;pwned&#39;)&lt;/script&gt;" in html
+
+
+def test_everything_view_shows_corrections_and_best_of_n_candidates(client, runs_dir):
+    import random
+
+    from synthetic import record
+
+    from sparring.types import Completion
+
+    rec = record(500, random.Random(5), experiment="big")
+    speech = rec.calls[0]
+    speech.completions = [Completion(text="first <i>candidate</i>"), Completion(text="second candidate")]
+    speech.chosen, speech.candidate_scores = 1, [0.25, 0.75]
+    bad = speech.model_copy(update={"rejected": True, "meta": {"correction": "Please quote the story."},
+                                    "completions": [Completion(text="rejected reply")], "chosen": None,
+                                    "candidate_scores": None})
+    rec.calls.insert(0, bad)
+    with open(runs_dir / "big" / "episodes.jsonl", "ab") as f:
+        f.write(rec.model_dump_json().encode() + b"\n")
+    html = client.get(f"/runs/big/episodes/{rec.id}?view=everything").text
+    assert "best-of-2 candidates" in html and "score 0.750" in html and "<strong>kept</strong>" in html
+    assert "first &lt;i&gt;candidate&lt;/i&gt;" in html
+    assert "rejected" in html and "Please quote the story." in html and "rejected reply" in html
+    player = client.get(f"/runs/big/episodes/{rec.id}?view=Debater_A").text
+    assert "second candidate" in player and "best-of-2" not in player
