@@ -25,6 +25,9 @@ from sparring.web.play import ConfigChoice, WebStores, config_choices
 from sparring.web.sessions import COOKIE, Session, Sessions
 
 HERE = Path(__file__).parent
+# The app's own pages load nothing but its static files (reports, served as files, keep theirs).
+CSP = ("default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; "
+       "frame-ancestors 'self'")
 
 
 class WebState:
@@ -51,7 +54,7 @@ class WebState:
     def render(self, request: Request, template: str, status_code: int = 200, **ctx: Any) -> HTMLResponse:
         session: Session = request.state.session
         html = self.env.get_template(template).render(request=request, csrf=session.csrf, **ctx)
-        return HTMLResponse(html, status_code=status_code)
+        return HTMLResponse(html, status_code=status_code, headers={"Content-Security-Policy": CSP})
 
     def close(self) -> None:
         for s in self.sessions.all():
