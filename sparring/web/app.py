@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from sparring import __version__
 from sparring.records.index import IndexCache
 from sparring.web.play import ConfigChoice, WebStores, config_choices
+from sparring.web.pools import SharedPools
 from sparring.web.sessions import COOKIE, Session, Sessions
 
 HERE = Path(__file__).parent
@@ -39,6 +40,7 @@ class WebState:
         self.indexes = IndexCache()
         self.sessions = Sessions()
         self.stores = WebStores()
+        self.pools = SharedPools()
         self._choices: dict[str, ConfigChoice] | None = None
         self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(HERE / "templates")),
                                       autoescape=True, undefined=jinja2.ChainableUndefined,
@@ -64,6 +66,7 @@ class WebState:
             for game in list(s.games.values()):
                 game.done.wait(timeout=5)
         self.stores.close()
+        self.pools.close()
 
 
 def _num(v: Any, digits: int = 3) -> str:

@@ -20,12 +20,15 @@ from typing import Any
 from sparring.config_io import read_yaml
 from sparring.engine.config import ExperimentConfig, config_hash, open_store
 from sparring.engine.episode import EpisodeJob
-from sparring.engine.loader import available_configs
+from sparring.engine.instances import load_instances
+from sparring.engine.loader import available_configs, config_from_data, resolve
 from sparring.engine.play import Arena
 from sparring.errors import ConfigError, SparringError
+from sparring.models.spec import ModelSpec
 from sparring.records.record import EpisodeRecord
-from sparring.records.store import RunStore
+from sparring.records.store import Redactor, RunStore
 from sparring.web.human import PendingTurn, WebHuman
+from sparring.web.pools import GamePool, SharedPools
 
 HUMAN_AGENT = "human"
 HUMAN_MODEL = "web-human"
@@ -109,11 +112,11 @@ class WebStores:
         self._stores: dict[Path, RunStore] = {}
         self._lock = threading.Lock()
 
-    def open(self, run_dir: Path, config: ExperimentConfig) -> None:
+    def open(self, run_dir: Path, config: ExperimentConfig, redact: Redactor | None = None) -> None:
         with self._lock:
             store = self._stores.get(run_dir)
             if store is None:
-                store = self._stores[run_dir] = open_store(run_dir, config)
+                store = self._stores[run_dir] = open_store(run_dir, config, redact=redact)
                 store.write_manifest(status="open", source="web")
             elif store.hash != config_hash(config):
                 raise ConfigError(f"{run_dir} holds games of another version of this experiment; "
@@ -180,11 +183,21 @@ class PlayGame:
         self.human.wait_change(seen_seq, timeout, self.done)
 
 
-def start_game(choice: ConfigChoice, runs_dir: Path, stores: WebStores, *, opponents: list[str],
-               player: str | None, instance_id: str | None) -> PlayGame:
+def _arena(choice: ConfigChoice, pools: SharedPools, human: WebHuman) -> Arena:
+    """The game's arena: the experiment resolved, its models and instances shared with the
+    other games of the experiment, the person's seat played by `human`."""
+    cfg, path = config_from_data(web_config(choice), choice.path.parent / f"{choice.name}.yaml")
+    exp = resolve(cfg, path, extra_specs={HUMAN_MODEL: ModelSpec(name=HUMAN_MODEL, backend="injected")})
+    pools.ensure(choice.name, exp.specs, skip=HUMAN_MODEL)
+    instances = pools.instances(choice.name, lambda: load_instances(exp))
+    return Arena(exp, instances, pool=GamePool(pools, choice.name), models={HUMAN_MODEL: human})
+
+
+def start_game(choice: ConfigChoice, runs_dir: Path, stores: WebStores, pools: SharedPools, *,
+               opponents: list[str], player: str | None, instance_id: str | None) -> PlayGame:
     """Build the arena, open the store and start the engine thread of one game."""
     human = WebHuman(HUMAN_MODEL)
-    arena = Arena.from_config(web_config(choice), base_dir=choice.path.parent, models={HUMAN_MODEL: human})
+    arena = _arena(choice, pools, human)
     try:
         exp = arena.exp
         seat_players = exp.seat_players
@@ -206,7 +219,7 @@ def start_game(choice: ConfigChoice, runs_dir: Path, stores: WebStores, *, oppon
             player = player if player in seat_players else seat_players[0]
             agents = (HUMAN_AGENT, opponents[0]) if player == seat_players[0] else (opponents[0], HUMAN_AGENT)
         run_dir = runs_dir / f"web-{choice.name}"
-        stores.open(run_dir, exp.config)
+        stores.open(run_dir, exp.config, redact=pools.pool(choice.name).redact)
         job = arena.job(instance_id, agents, seed=secrets.randbelow(2**31), repeat=stores.repeats(run_dir))
     except BaseException:
         arena.close()

@@ -70,7 +70,7 @@ async def play_start(request: Request) -> Response:
     else:
         opponents = [fields.get("opponent") or choice.opponents[0]]
     try:
-        game = start_game(choice, state.runs_dir, state.stores, opponents=opponents,
+        game = start_game(choice, state.runs_dir, state.stores, state.pools, opponents=opponents,
                           player=fields.get("seat") or None, instance_id=fields.get("instance") or None)
     except SparringError as e:
         return _new_page(request, state, str(e), 400, **fields)

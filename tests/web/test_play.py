@@ -166,3 +166,12 @@ def test_start_form_errors(client):
     assert r.status_code == 400 and "unknown instance" in r.text
     assert client.post("/play", data={"config": "scripted-dond"}).status_code == 403
     assert client.get("/play/not-a-game").status_code == 404
+
+
+def test_games_of_one_experiment_share_its_models(app, client):
+    for _ in range(2):
+        url, _csrf = _start(client, config="scripted-dond", opponent="polite")
+        _page(client, url)
+    pools = app.state.web.pools
+    assert list(pools.pool("scripted-dond").loaded()) == ["scripted-negotiator"]  # loaded once, for both
+    assert pools.model("scripted-dond", "scripted-negotiator") is pools.model("scripted-dond", "scripted-negotiator")
