@@ -170,8 +170,10 @@ def test_start_form_errors(client):
 
 def test_games_of_one_experiment_share_its_models(app, client):
     for _ in range(2):
-        url, _csrf = _start(client, config="scripted-dond", opponent="polite")
-        _page(client, url)
+        url, csrf = _start(client, config="scripted-dond", opponent="polite")
+        html = _page(client, url)
+        client.post(f"{url}/act", data={"csrf": csrf, "seq": _seq(html), "kind": "message", "text": "hi"})
+        _page(client, url)  # the opponent has answered
     pools = app.state.web.pools
     assert list(pools.pool("scripted-dond").loaded()) == ["scripted-negotiator"]  # loaded once, for both
     assert pools.model("scripted-dond", "scripted-negotiator") is pools.model("scripted-dond", "scripted-negotiator")
