@@ -20,6 +20,8 @@
           var el = prog.querySelector('[data-field="' + k + '"]');
           if (el && d[k] !== null && d[k] !== undefined) { el.textContent = d[k]; }
         });
+        var hint = document.getElementById("reload-hint");
+        if (hint && String(d.done) !== prog.dataset.done) { hint.hidden = false; }
         if (d.status !== "running") { window.location.reload(); return false; }
         return true;
       });
