@@ -106,7 +106,7 @@ def create_app(runs_dir: str | Path = "runs", *, configs: list[str | Path] | Non
         request.state.session = session
         response: Response = await call_next(request)
         if fresh:
-            response.set_cookie(COOKIE, session.id, httponly=True, samesite="strict", path="/")
+            response.set_cookie(COOKIE, session.id, httponly=True, samesite="lax", path="/")
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "same-origin")
         return response
