@@ -74,6 +74,8 @@ async def play_start(request: Request) -> Response:
                           player=fields.get("seat") or None, instance_id=fields.get("instance") or None)
     except SparringError as e:
         return _new_page(request, state, str(e), 400, **fields)
+    except Exception as e:  # noqa: BLE001 — a model or dataset that cannot load: say so, keep serving
+        return _new_page(request, state, f"could not start the game: {type(e).__name__}: {e}", 500, **fields)
     session.games[game.id] = game
     game.settle(0)
     return RedirectResponse(f"/play/{game.id}", status_code=303)
