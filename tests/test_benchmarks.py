@@ -43,3 +43,12 @@ def test_api_errors_benchmark_sends_nothing_twice():
     out = subprocess.run([sys.executable, str(bench)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "extra server calls 0" in out.stdout and "1 failed" in out.stdout
+
+
+def test_web_benchmark_runs_on_a_small_run():
+    pytest.importorskip("fastapi")
+    bench = Path(__file__).parent.parent / "benchmarks" / "bench_web.py"
+    out = subprocess.run([sys.executable, str(bench), "--episodes", "300", "--story-words", "50"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "first page, cold" in out.stdout and "one episode, everything view" in out.stdout
