@@ -2,46 +2,22 @@
 
 Why: playing against a local model (the bundled SmolLM2, an `hf` checkpoint) would otherwise load
 it again for every game. Each experiment gets one `ModelPool`; each game sees it through a
-`GamePool` that adds the game's own `WebHuman`. Calls into a shared model are serialised with a
-lock per model, since games run in their own threads and a local backend is not re-entrant
-(remote API backends keep their own concurrency inside one call).
+`GamePool` that adds the game's own `WebHuman`. Games run in their own threads; their concurrent
+calls into a shared model are merged into one batched call (`models.coalesce.Coalescing`), so
+ten people playing at once cost one forward pass per tick, and a local backend is never entered
+by two threads at once.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from sparring.models.base import Model
+from sparring.models.coalesce import Coalescing
 from sparring.models.pool import ModelPool
 from sparring.models.spec import ModelSpec
-from sparring.types import Completion, GenerateRequest, ScoreRequest
-
-
-class Serialized(Model):
-    """A shared model called by one game thread at a time (closing it is the pool's job)."""
-
-    def __init__(self, inner: Model):
-        super().__init__(inner.name)
-        self.inner = inner
-        self.lock = threading.Lock()
-        self.can_score = inner.can_score  # type: ignore[misc]
-        self.concurrent = inner.concurrent  # type: ignore[misc]
-
-    def generate(self, requests: Sequence[GenerateRequest]) -> list[list[Completion]]:
-        with self.lock:
-            return self.inner.generate(requests)
-
-    def score(self, requests: Sequence[ScoreRequest]) -> list[list[float]]:
-        with self.lock:
-            return self.inner.score(requests)
-
-    def _generate(self, requests: list[GenerateRequest]) -> list[Completion]:  # pragma: no cover
-        raise NotImplementedError("Serialized forwards generate() whole")
-
-    def secrets(self) -> list[Any]:
-        return self.inner.secrets()
 
 
 class GamePool(ModelPool):
@@ -66,7 +42,7 @@ class SharedPools:
 
     def __init__(self) -> None:
         self._pools: dict[str, ModelPool] = {}
-        self._wrapped: dict[tuple[str, str], Serialized] = {}
+        self._wrapped: dict[tuple[str, str], Coalescing] = {}
         self._instances: dict[str, list[Any]] = {}
         self._lock = threading.Lock()
 
@@ -98,7 +74,7 @@ class SharedPools:
         if wrapped is None:
             inner = pool.get(name)  # loads it once (the pool locks per model)
             with self._lock:
-                wrapped = self._wrapped.setdefault(key, Serialized(inner))
+                wrapped = self._wrapped.setdefault(key, Coalescing(inner))
         return wrapped
 
     def close(self) -> None:

@@ -76,6 +76,9 @@ class DondConfig(Strict):
     # with what it leaves them, so a deal only needs them to copy it. For models too small to
     # work out the complement of a hidden proposal (the bundled 135M model reaches no deal without).
     reveal_proposals: bool = False
+    # Turn prompts restate the pool as counts ("The whole pool is (1 books, 2 hats, 1 balls)"):
+    # small models otherwise propose counts the pool does not have.
+    remind_pool: bool = False
 
     @model_validator(mode="after")
     def _check_lam(self) -> DondConfig:
@@ -157,7 +160,8 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
                                    lam=cfg.weight, action_format=cfg.action_format, message_form=message_form,
                                    proposal_form=proposal_form, example=example,
                                    example_text=format_proposal(_example_counts(counts)), max_turns=cfg.max_turns,
-                                   first=player == state.first, reveal=cfg.reveal_proposals)
+                                   first=player == state.first, reveal=cfg.reveal_proposals,
+                                   remind_pool=cfg.remind_pool, pool_counts=format_proposal(counts))
         var["pool_text"] = ps.render("pool", v, **var)
         var["values_text"] = ps.render("values", v, **var)
         system = ps.render("system", v, format_rules=ps.render(f"format_{cfg.action_format}", v, **var),
@@ -294,7 +298,8 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
                 pool = state.instance.counts
                 rest = (pool[0] - counts[0], pool[1] - counts[1], pool[2] - counts[2])
                 notice = self._render(state, other, "proposal_notice", revealed=self.config.reveal_proposals,
-                                      theirs=format_proposal(counts), rest=format_proposal(rest))
+                                      theirs=format_proposal(counts), rest=format_proposal(rest),
+                                      theirs_text=_spoken(counts))
                 views[other] = new(Message, role="user", content=notice)
                 self._event(state, player, "proposal_notice", notice, [other])
             else:
@@ -368,6 +373,13 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
         return {"first_mover": state.first, "flip": state.flip, "variant": state.variant,
                 "values": {p: list(state.values[p]) for p in PLAYERS}, "objective": self.config.objective,
                 "lam": self.config.weight, "action_format": self.config.action_format}
+
+
+def _spoken(counts: Triple) -> str:
+    """`1 book, 2 hats and 0 balls`: a proposal in words, so a model that copies the last
+    parenthesised counts it saw copies the complement it is offered, not this."""
+    parts = [f"{n} {item if n == 1 else plural}" for n, item, plural in zip(counts, ITEMS, PLURALS, strict=True)]
+    return f"{parts[0]}, {parts[1]} and {parts[2]}"
 
 
 def _example_counts(counts: Triple) -> Triple:

@@ -177,7 +177,8 @@ def test_prefilled_proposals_let_a_small_model_fill_in_only_the_counts():
 
 def test_revealed_proposals_show_the_first_proposal_and_what_it_leaves():
     """`reveal_proposals` (a variant for small models): the second mover sees the first proposal
-    and its complement, so copying the complement makes the deal; without it nothing leaks."""
+    and its complement, so copying the complement makes the deal; without it nothing leaks.
+    `remind_pool` restates the pool as counts in the turn prompt."""
     import re
 
     from sparring.engine.play import Arena
@@ -185,7 +186,7 @@ def test_revealed_proposals_show_the_first_proposal_and_what_it_leaves():
 
     def copy_the_rest(req):
         notice = req.messages[-1].content
-        m = re.search(r"leaves you \((\d+) books, (\d+) hats, (\d+) balls\)", notice)
+        m = re.search(r"keep the rest: \[propose\] \((\d+) books, (\d+) hats, (\d+) balls\)", notice)
         if m:
             return "[propose] ({} books, {} hats, {} balls)".format(*m.groups())
         if "proposal" in notice.lower() and "hidden" in notice.lower():
@@ -193,7 +194,7 @@ def test_revealed_proposals_show_the_first_proposal_and_what_it_leaves():
         return "[message] let us share" if len(req.messages) < 3 else "[propose] (1 books, 0 hats, 0 balls)"
 
     for reveal in (True, False):
-        cfg = {"game": "dond", "game_args": {"max_turns": 6, "reveal_proposals": reveal},
+        cfg = {"game": "dond", "game_args": {"max_turns": 6, "reveal_proposals": reveal, "remind_pool": reveal},
                "dataset": {"name": "dond_generated", "args": {"n": 3, "seed": 0}},
                "agents": {"a": {"role": "negotiator", "model": "m"}},
                "tournament": {"type": "self_play", "participants": ["a"]}}
@@ -205,9 +206,11 @@ def test_revealed_proposals_show_the_first_proposal_and_what_it_leaves():
             notice = next(e for e in rec.events if e.tag == "proposal_notice")
             first = m["proposals"][m["proposal_order"][0]]
             if reveal:
-                assert f"to keep ({first[0]} books, {first[1]} hats, {first[2]} balls)" in notice.content
+                assert "to keep " in notice.content and f"{first[0]} book" in notice.content
                 assert m["deal"], rec.outcome.reason
             else:
                 assert "hidden" in notice.content and not re.search(r"\d+ books", notice.content)
         system = records[0].calls[0].messages[0].content
         assert ("first proposal is shown" in system) is reveal
+        shown = [m.content for r in records for c in r.calls for m in c.messages]
+        assert any("The whole pool is [propose] (" in t for t in shown) is reveal  # remind_pool
