@@ -8,7 +8,6 @@ answer ABBEY, guess BABES gives yellow yellow green green grey.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Iterable
 
 GREEN, YELLOW, GREY = "G", "Y", "-"
@@ -20,17 +19,24 @@ def score_guess(guess: str, answer: str) -> str:
     guess, answer = guess.lower(), answer.lower()
     if len(guess) != len(answer):
         raise ValueError(f"guess {guess!r} and answer {answer!r} differ in length")
+    return _pattern(guess, answer)
+
+
+def _pattern(guess: str, answer: str) -> str:
+    """`score_guess` of lower-case words of equal length (the hot loop of `consistent`)."""
+    if guess == answer:
+        return GREEN * len(guess)
     out = [GREY] * len(guess)
-    left: Counter[str] = Counter()
-    for i, (g, a) in enumerate(zip(guess, answer, strict=True)):
+    left: list[str] = []  # answer letters not matched by a green
+    for i, (g, a) in enumerate(zip(guess, answer)):
         if g == a:
             out[i] = GREEN
         else:
-            left[a] += 1
+            left.append(a)
     for i, g in enumerate(guess):
-        if out[i] != GREEN and left[g] > 0:
+        if out[i] != GREEN and g in left:
             out[i] = YELLOW
-            left[g] -= 1
+            left.remove(g)
     return "".join(out)
 
 
@@ -40,7 +46,8 @@ def is_win(pattern: str) -> bool:
 
 def consistent(candidates: Iterable[str], guess: str, pattern: str) -> list[str]:
     """Candidates that would have produced `pattern` for `guess` (the ones still possible)."""
-    return [w for w in candidates if score_guess(guess, w) == pattern]
+    guess = guess.lower()
+    return [w for w in candidates if len(w) == len(guess) and _pattern(guess, w) == pattern]
 
 
 def information_gain(before: int, after: int) -> float:
