@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -244,6 +244,12 @@ class TabooGame(Game[TabooInstance, TabooState]):
 
     def events(self, state: TabooState) -> list[Event]:
         return list(state.events)
+
+    def fork(self, state: TabooState) -> TabooState:
+        """Cheap copy for look-ahead: lists are copied, messages and prompt sets shared (immutable)."""
+        return replace(state, views={p: list(v) for p, v in state.views.items()}, clues=list(state.clues),
+                       guesses=list(state.guesses), pending=dict(state.pending), n_invalid=dict(state.n_invalid),
+                       events=list(state.events))
 
     def load_instances(self, dataset: DatasetConfig, base_dir: Path) -> list[TabooInstance]:
         """Sources: `taboo_words` (shipped, args.bands) and `clembench` (args.path)."""

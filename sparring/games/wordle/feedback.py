@@ -28,7 +28,7 @@ def _pattern(guess: str, answer: str) -> str:
         return GREEN * len(guess)
     out = [GREY] * len(guess)
     left: list[str] = []  # answer letters not matched by a green
-    for i, (g, a) in enumerate(zip(guess, answer)):
+    for i, (g, a) in enumerate(zip(guess, answer, strict=True)):
         if g == a:
             out[i] = GREEN
         else:

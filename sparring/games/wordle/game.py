@@ -14,6 +14,7 @@ much it shrank the set of possible answers (the answer list, consistent with all
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -242,6 +243,12 @@ class WordleGame(Game[WordleInstance, WordleState]):
 
     def events(self, state: WordleState) -> list[Event]:
         return list(state.events)
+
+    def fork(self, state: WordleState) -> WordleState:
+        """Cheap copy for look-ahead: lists are copied, messages and prompt sets shared (immutable)."""
+        return replace(state, candidates=list(state.candidates), views={p: list(v) for p, v in state.views.items()},
+                       guesses=list(state.guesses), pending=dict(state.pending), n_invalid=dict(state.n_invalid),
+                       events=list(state.events), extra=dict(state.extra))
 
     def load_instances(self, dataset: DatasetConfig, base_dir: Path) -> list[WordleInstance]:
         """Sources: `words` (shipped answers), `list` (args.targets) and `clembench` (args.path)."""

@@ -127,3 +127,14 @@ def test_clembench_instances_layout(tmp_path):
     only = game.load_instances(DatasetConfig(name="clembench", args={"path": "instances.json",
                                                                      "experiments": ["low_en"]}), tmp_path)
     assert [i.target for i in only] == ["ambiguity"]
+
+
+def test_fork_is_independent(table):
+    from sparring.games.base import Action
+
+    t = table("run", TABOO)
+    t.act("Describer", "CLUE: legs move quickly")
+    copy = t.game.fork(t.state)
+    t.game.act(copy, "Guesser", Action(text="GUESS: run"))
+    assert t.game.is_over(copy) and not t.game.is_over(t.state)
+    assert t.state.guesses == [] and copy.guesses == ["run"] and len(t.state.views["Guesser"]) == 2

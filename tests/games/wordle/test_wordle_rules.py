@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sparring.errors import ConfigError
-from sparring.games.base import DatasetConfig
+from sparring.games.base import Action, DatasetConfig
 from sparring.games.wordle.words import Lexicon, word_split
 
 
@@ -137,3 +137,12 @@ def test_an_answer_outside_the_word_list_is_still_guessable(table):
     t = table("wordle", "zzyzx")
     assert t.act("Guesser", "GUESS: zzyzx").accepted
     assert t.game.outcome(t.state).metrics["success"]
+
+
+def test_fork_is_independent(table):
+    t = table("wordle_withcritic", "crane")
+    t.act("Guesser", "GUESS: about")
+    copy = t.game.fork(t.state)
+    t.game.act(copy, "Critic", Action(text="VERDICT: keep"))
+    assert t.game.to_act(t.state) == ["Critic"] and t.game.to_act(copy) == ["Guesser"]
+    assert len(t.state.events) < len(copy.events) and len(t.state.views["Critic"]) < len(copy.views["Critic"])
