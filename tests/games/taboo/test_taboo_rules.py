@@ -138,3 +138,14 @@ def test_fork_is_independent(table):
     t.game.act(copy, "Guesser", Action(text="GUESS: run"))
     assert t.game.is_over(copy) and not t.game.is_over(t.state)
     assert t.state.guesses == [] and copy.guesses == ["run"] and len(t.state.views["Guesser"]) == 2
+
+
+def test_the_guessers_view_does_not_depend_on_the_secret(table):
+    """Same clues and guesses, different target and taboo words: identical guesser observations."""
+    a, b = table("run", TABOO), table("xylophone", ["mallet", "bars", "instrument"])
+    for t in (a, b):
+        t.act("Describer", "CLUE: legs move quickly")
+        t.act("Guesser", "GUESS: walk")
+        t.act("Describer", "CLUE: not slowly")
+    assert a.game.observation(a.state, "Guesser") == b.game.observation(b.state, "Guesser")
+    assert a.game.observation(a.state, "Describer") != b.game.observation(b.state, "Describer")

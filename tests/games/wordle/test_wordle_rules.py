@@ -146,3 +146,15 @@ def test_fork_is_independent(table):
     t.game.act(copy, "Critic", Action(text="VERDICT: keep"))
     assert t.game.to_act(t.state) == ["Critic"] and t.game.to_act(copy) == ["Guesser"]
     assert len(t.state.events) < len(copy.events) and len(t.state.views["Critic"]) < len(copy.views["Critic"])
+
+
+def test_the_guessers_and_critics_views_depend_only_on_the_feedback(table):
+    """Two answers giving the same feedback to the same guesses: identical observations."""
+    a, b = table("wordle_withcritic", "crane"), table("wordle_withcritic", "crate")
+    for t in (a, b):
+        assert t.act("Guesser", "GUESS: early").accepted  # no N, no T: the same feedback for both
+        t.act("Critic", "VERDICT: keep")
+        t.act("Guesser", "GUESS: early")
+        t.act("Guesser", "GUESS: house")
+    for p in ("Guesser", "Critic"):
+        assert a.game.observation(a.state, p) == b.game.observation(b.state, p)
