@@ -40,6 +40,8 @@ from sparring.types import Message, Strict
 
 DESCRIBER, GUESSER = "Describer", "Guesser"
 SPECS = {"clue": ActionSpec(kind="text", tag="clue"), "guess": ActionSpec(kind="text", tag="guess")}
+PREFILLED = {"clue": ActionSpec(kind="text", tag="clue", assistant_prefix="CLUE: "),
+             "guess": ActionSpec(kind="text", tag="guess", assistant_prefix="GUESS: ")}
 _CLUE = re.compile(r"^\s*\**\s*clue\s*\**\s*:\s*", re.IGNORECASE)
 _GUESS = re.compile(r"guess\s*\**\s*:\s*(.*)", re.IGNORECASE | re.DOTALL)
 
@@ -49,6 +51,9 @@ class TabooConfig(Strict):
 
     max_rounds: int = Field(3, ge=1, le=10, description="describer/guesser rounds")
     max_errors: int = Field(1, ge=1, description="malformed replies in a row that abort (1 = clembench)")
+    # Small models rarely follow the format: with `prefill`, every reply starts with "CLUE: " or
+    # "GUESS: " already and the model writes only the rest (the rules stay the same).
+    prefill: bool = False
 
 
 class MalformedReply(ValueError):
@@ -132,7 +137,7 @@ class TabooGame(Game[TabooInstance, TabooState]):
         return state.over
 
     def action_spec(self, state: TabooState, player: str) -> ActionSpec:
-        return SPECS["clue" if player == DESCRIBER else "guess"]
+        return (PREFILLED if self.config.prefill else SPECS)["clue" if player == DESCRIBER else "guess"]
 
     def observation(self, state: TabooState, player: str) -> list[Message]:
         msgs = list(state.views[player])
@@ -148,6 +153,9 @@ class TabooGame(Game[TabooInstance, TabooState]):
         if player != state.to_move:
             raise ValueError(f"{player} acted out of turn (to move: {state.to_move})")
         raw = (action.text or "").strip()
+        prefix = self.action_spec(state, player).assistant_prefix
+        if prefix and not raw.lower().startswith(prefix.strip().lower()):
+            raw = prefix + raw  # the reply continued the prefilled marker
         try:
             move = parse_clue(raw) if player == DESCRIBER else parse_guess(raw)
         except MalformedReply as err:

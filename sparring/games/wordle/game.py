@@ -41,6 +41,8 @@ from sparring.games.wordle.words import WORD_LENGTH, Lexicon
 from sparring.types import Message, Strict
 
 SPECS = {tag: ActionSpec(kind="text", tag=tag) for tag in ("guess", "final_guess", "critic")}
+_PREFIXES = {"guess": "GUESS: ", "final_guess": "GUESS: ", "critic": "VERDICT: "}
+PREFILLED = {tag: ActionSpec(kind="text", tag=tag, assistant_prefix=_PREFIXES[tag]) for tag in SPECS}
 
 
 class WordleConfig(Strict):
@@ -49,6 +51,9 @@ class WordleConfig(Strict):
     max_guesses: int = Field(6, ge=1, le=20)
     max_errors: int = Field(3, ge=1, description="invalid replies in a row that abort the episode")
     allow_any_word: bool = Field(False, description="accept any five letters, not only words of the list")
+    # Small models rarely follow the format: with `prefill`, a guess starts with "GUESS: " and a
+    # verdict with "VERDICT: " already (no explanation); the model writes only the rest.
+    prefill: bool = False
 
 
 @register_game("wordle")
@@ -111,9 +116,10 @@ class WordleGame(Game[WordleInstance, WordleState]):
         return state.over
 
     def action_spec(self, state: WordleState, player: str) -> ActionSpec:
+        specs = PREFILLED if self.config.prefill else SPECS
         if player == CRITIC:
-            return SPECS["critic"]
-        return SPECS["final_guess" if state.phase == "final" else "guess"]
+            return specs["critic"]
+        return specs["final_guess" if state.phase == "final" else "guess"]
 
     def observation(self, state: WordleState, player: str) -> list[Message]:
         msgs = list(state.views.get(player, []))
@@ -129,6 +135,9 @@ class WordleGame(Game[WordleInstance, WordleState]):
         if player not in self.to_act(state):
             raise ValueError(f"{player} acted out of turn (to act: {self.to_act(state)})")
         raw = (action.text or "").strip()
+        prefix = self.action_spec(state, player).assistant_prefix
+        if prefix and not raw.lower().startswith(prefix.strip().lower()):
+            raw = prefix + raw  # the reply continued the prefilled marker
         try:
             if player == CRITIC:
                 verdict = parse_verdict(raw)

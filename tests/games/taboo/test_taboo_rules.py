@@ -149,3 +149,16 @@ def test_the_guessers_view_does_not_depend_on_the_secret(table):
         t.act("Describer", "CLUE: not slowly")
     assert a.game.observation(a.state, "Guesser") == b.game.observation(b.state, "Guesser")
     assert a.game.observation(a.state, "Describer") != b.game.observation(b.state, "Describer")
+
+
+def test_prefill_starts_replies_with_the_marker(table):
+    t = table("dog", ["pet", "bark", "puppy"], prefill=True)
+    assert t.game.action_spec(t.state, "Describer").assistant_prefix == "CLUE: "
+    assert t.act("Describer", "an animal that guards the house").accepted
+    assert t.state.views["Describer"][-1].content == "CLUE: an animal that guards the house"
+    assert t.game.action_spec(t.state, "Guesser").assistant_prefix == "GUESS: "
+    assert t.act("Guesser", "Dog").accepted
+    assert t.game.outcome(t.state).metrics["quality_score"] == 100
+    t = table("dog", ["pet"], prefill=True)
+    t.act("Describer", "CLUE: it barks")  # a reply that repeats the marker is taken as it is
+    assert t.state.clues == ["it barks"]

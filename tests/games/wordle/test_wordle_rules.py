@@ -158,3 +158,14 @@ def test_the_guessers_and_critics_views_depend_only_on_the_feedback(table):
         t.act("Guesser", "GUESS: house")
     for p in ("Guesser", "Critic"):
         assert a.game.observation(a.state, p) == b.game.observation(b.state, p)
+
+
+def test_prefill_starts_guesses_and_verdicts_with_the_marker(table):
+    t = table("wordle_withcritic", "crane", prefill=True)
+    assert t.game.action_spec(t.state, "Guesser").assistant_prefix == "GUESS: "
+    assert t.act("Guesser", "crane").accepted
+    assert t.game.action_spec(t.state, "Critic").assistant_prefix == "VERDICT: "
+    assert t.act("Critic", "keep").accepted
+    assert t.act("Guesser", "GUESS: crane").accepted
+    assert t.state.views["Guesser"][2].content == "GUESS: crane"
+    assert t.game.outcome(t.state).metrics["quality_score"] == 100
