@@ -101,7 +101,8 @@ class WordleGame(Game[WordleInstance, WordleState]):
     def _render(self, state: WordleState, player: str, tag: str, **extra: Any) -> str:
         n = len(state.guesses) + 1
         return state.prompts[player].render(tag, 0, max_guesses=self.config.max_guesses, critic=self.with_critic,
-                                            n=n, guesses_left=self.config.max_guesses - n + 1, **extra)
+                                            prefill=self.config.prefill, n=n,
+                                            guesses_left=self.config.max_guesses - n + 1, **extra)
 
     def _turn_prompt(self, state: WordleState) -> str:
         return self._render(state, GUESSER, "guesser_turn")

@@ -10,6 +10,7 @@ _GUESS = re.compile(r"guess\s*:\s*[*\"'`]*\s*([A-Za-z]+)", re.IGNORECASE)
 _EXPLANATION = re.compile(r"explanation\s*:\s*(.*?)(?=\bguess\s*:|\Z)", re.IGNORECASE | re.DOTALL)
 _VERDICT = re.compile(r"verdict\s*:\s*[*\"'`]*\s*([A-Za-z]+)", re.IGNORECASE)
 _BARE = re.compile(r"^\W*([A-Za-z]+)\W*$")
+_MARKER = re.compile(r"guess\s*:", re.IGNORECASE)
 KEEP_WORDS = {"keep": "keep", "agree": "keep", "yes": "keep", "change": "change", "disagree": "change", "no": "change"}
 
 
@@ -31,7 +32,7 @@ def parse_guess(text: str) -> ParsedGuess:
     if found:
         word = found[-1]
     else:
-        bare = _BARE.match(text.strip())
+        bare = None if _MARKER.search(text) else _BARE.match(text.strip())
         if bare is None:
             raise ParseError("format", "no line of the form GUESS: word")
         word = bare.group(1)

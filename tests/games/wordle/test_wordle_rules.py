@@ -169,3 +169,19 @@ def test_prefill_starts_guesses_and_verdicts_with_the_marker(table):
     assert t.act("Guesser", "GUESS: crane").accepted
     assert t.state.views["Guesser"][2].content == "GUESS: crane"
     assert t.game.outcome(t.state).metrics["quality_score"] == 100
+
+
+@pytest.mark.parametrize(("text", "word"), [("GUESS: crane", "crane"), ("explanation: vowels\nguess: **Crane**", "crane"),
+                                            ("crane.", "crane"), ("GUESS: about\nGUESS: crane", "crane")])
+def test_guess_parsing(text, word):
+    from sparring.games.wordle.protocol import parse_guess
+
+    assert parse_guess(text).word == word
+
+
+@pytest.mark.parametrize("text", ["GUESS:", "GUESS: 12", "I think so", ""])
+def test_malformed_guesses(text):
+    from sparring.games.wordle.protocol import ParseError, parse_guess
+
+    with pytest.raises(ParseError):
+        parse_guess(text)
