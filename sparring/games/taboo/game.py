@@ -43,7 +43,7 @@ SPECS = {"clue": ActionSpec(kind="text", tag="clue"), "guess": ActionSpec(kind="
 PREFILLED = {"clue": ActionSpec(kind="text", tag="clue", assistant_prefix="CLUE: "),
              "guess": ActionSpec(kind="text", tag="guess", assistant_prefix="GUESS: ")}
 _CLUE = re.compile(r"^\s*\**\s*clue\s*\**\s*:\s*", re.IGNORECASE)
-_GUESS = re.compile(r"guess\s*\**\s*:\s*(.*)", re.IGNORECASE | re.DOTALL)
+_GUESS = re.compile(r"guess\s*\**\s*:\s*(.*)", re.IGNORECASE)
 
 
 class TabooConfig(Strict):
@@ -87,13 +87,14 @@ def parse_clue(text: str) -> str:
 
 
 def parse_guess(text: str) -> str:
-    m = _GUESS.search(text)
-    if m is None:
+    """The one word after the first non-empty `GUESS:` line."""
+    found = [m.group(1).strip() for m in (_GUESS.search(line) for line in text.splitlines()) if m is not None]
+    if not found:
         raise MalformedReply("no line of the form GUESS: word")
-    first_line = m.group(1).strip().splitlines()[0] if m.group(1).strip() else ""
-    words = tokens(first_line)
+    said = next((f for f in found if f), "")
+    words = tokens(said)
     if len(words) != 1:
-        raise MalformedReply(f"a guess is exactly one word, got {first_line!r}" if words else "the guess is empty")
+        raise MalformedReply(f"a guess is exactly one word, got {said!r}" if words else "the guess is empty")
     return words[0]
 
 

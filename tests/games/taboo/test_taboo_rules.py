@@ -162,3 +162,19 @@ def test_prefill_starts_replies_with_the_marker(table):
     t = table("dog", ["pet"], prefill=True)
     t.act("Describer", "CLUE: it barks")  # a reply that repeats the marker is taken as it is
     assert t.state.clues == ["it barks"]
+
+
+@pytest.mark.parametrize(("text", "word"), [("GUESS: dog", "dog"), ("guess: Dog.", "dog"), ("Hmm.\nGUESS: **dog**", "dog"),
+                                            ("GUESS:\nGUESS: dog", "dog")])
+def test_guess_parsing(text, word):
+    from sparring.games.taboo.game import parse_guess
+
+    assert parse_guess(text) == word
+
+
+@pytest.mark.parametrize("text", ["GUESS:", "GUESS: \nGUESS: \n", "dog", "GUESS: big dog", "GUESS: 12-3"])
+def test_malformed_guesses(text):
+    from sparring.games.taboo.game import MalformedReply, parse_guess
+
+    with pytest.raises(MalformedReply):
+        parse_guess(text)
