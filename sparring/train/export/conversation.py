@@ -105,4 +105,6 @@ def meta(rec: EpisodeRecord, player: str, **extra: Any) -> dict[str, Any]:
             "instance_id": rec.instance_id, "split": split, "outcome": rec.status,
             "reward": float(rec.outcome.rewards.get(player, 0.0)) if rec.outcome else None,
             "argued_correct": None if correct is None else correct == "correct",
-            "correct_side": metrics.get("correct_side"), **extra}
+            "correct_side": metrics.get("correct_side"),
+            # games scored on a quality scale (clembench: taboo, wordle) say so in every row
+            **({"quality_score": metrics["quality_score"]} if "quality_score" in metrics else {}), **extra}

@@ -1,0 +1,58 @@
+"""The shipped word lists (generated once from wordfreq by `make_wordlist`) and the split of
+answers into train / val / test by a hash of the word itself."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+DATA = Path(__file__).parent / "data"
+GUESSES_FILE = DATA / "wordle_guesses.txt"
+TARGETS_FILE = DATA / "wordle_targets.txt"
+WORD_LENGTH = 5
+SPLITS: tuple[str, ...] = ("train", "val", "test")
+FRACTIONS: dict[str, float] = {"train": 0.8, "val": 0.1, "test": 0.1}
+
+
+def read_words(path: str | Path) -> list[str]:
+    """One word per line; blank lines and `#` comments skipped; lower-cased, order kept."""
+    out: list[str] = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        w = line.strip().lower()
+        if w and not w.startswith("#"):
+            out.append(w)
+    return out
+
+
+def is_word_shape(word: str) -> bool:
+    return len(word) == WORD_LENGTH and word.isascii() and word.isalpha()
+
+
+def word_split(word: str, salt: str = "wordle") -> str:
+    """Deterministic split of one answer (the same word is in the same split on every machine)."""
+    h = int.from_bytes(hashlib.sha256(f"{salt}:{word.lower()}".encode()).digest()[:8], "big") / 2**64
+    acc = 0.0
+    for name in SPLITS:
+        acc += FRACTIONS[name]
+        if h < acc:
+            return name
+    return SPLITS[-1]
+
+
+@dataclass
+class Lexicon:
+    """Valid guesses and possible answers, loaded once per game object (i.e. per run)."""
+
+    guesses: frozenset[str]
+    targets: tuple[str, ...]
+
+    @classmethod
+    def shipped(cls) -> Lexicon:
+        targets = tuple(read_words(TARGETS_FILE))
+        return cls(guesses=frozenset(read_words(GUESSES_FILE)) | frozenset(targets), targets=targets)
+
+    def with_words(self, words: list[str]) -> Lexicon:
+        """The same lexicon accepting (and able to answer with) `words` too (custom instances)."""
+        extra = [w for w in words if w not in self.guesses]
+        return Lexicon(guesses=self.guesses | frozenset(extra), targets=self.targets + tuple(extra))

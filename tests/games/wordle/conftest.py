@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from sparring.games.base import GAMES, Action, Seat
+from sparring.games.wordle.instance import WordleInstance
+from sparring.prompts import prompt_set
+
+
+class Table:
+    """A game and one episode's state, driven by hand (no engine, no model)."""
+
+    def __init__(self, name: str, target: str, **config):
+        cls = GAMES.get(name)
+        self.game = cls(cls.Config(**config))
+        ps = prompt_set("wordle")
+        seats = {p: Seat(player=p, agent="a", prompts=ps) for p in self.game.players()}
+        self.state = self.game.reset(WordleInstance(id=f"t-{target}", target=target), seats, random.Random(0))
+
+    def act(self, player: str, text: str):
+        return self.game.act(self.state, player, Action(text=text))
+
+    def seen(self, player: str) -> str:
+        return "\n".join(m.content for m in self.game.observation(self.state, player))
+
+
+@pytest.fixture
+def table():
+    return Table
