@@ -129,7 +129,7 @@ def test_play_dond_to_a_deal_and_judge_a_debate(server, page, tmp_path):
 
     # a debate as the judge
     page.goto(f"{base}/play")
-    page.locator('form[data-config="scripted-debate"]').get_by_role("button", name="Start").click()
+    page.locator('form[data-config="scripted-debate"][data-role="judge"]').get_by_role("button", name="Start").click()
     assert _settle(page) == "your_turn"
     assert "Debater_A" in page.locator("#shown").inner_text()
     page.locator("#probability").fill("80")
