@@ -148,7 +148,7 @@ def test_abandoned_game_is_stored_as_an_aborted_episode(client, runs_dir):
     assert [c.player for c in mine] == ["Player_1", "Player_1"]
     assert mine[0].completions and mine[1].error.startswith("Abandoned")  # the turn left unanswered
     page = client.get(f"/runs/web-scripted-dond/episodes/{rec.id}")
-    assert page.status_code == 200 and "abandoned by the human player" in page.text
+    assert page.status_code == 200 and "abandoned by the human player" in page.text and 'id="abandoned"' in page.text
 
 
 def test_debate_as_the_judge(client, runs_dir):
