@@ -6,6 +6,7 @@ the judge's private reasoning nor the other side's hidden (not yet revealed) spe
 from __future__ import annotations
 
 import html as htmllib
+import json
 import re
 import time
 from pathlib import Path
@@ -13,7 +14,9 @@ from pathlib import Path
 import pytest
 from conftest import csrf_of
 
+from sparring.analysis.report import write_report
 from sparring.records.reader import iter_records
+from sparring.train.export import ExportFilters, rows_for
 
 MODELS = """\
 models:
@@ -161,6 +164,12 @@ def test_abandoned_debate_is_an_aborted_episode(debate_client):
     assert rec.status == "aborted" and rec.outcome.metrics["abandoned"] is True
     assert "abandoned by the human player" in rec.outcome.reason
     assert "ONLY-SPEECH" in [e.content for e in rec.events]
+    # reports list it (never rated) and exporters read it, the unanswered turn left out
+    report = write_report(runs / "web-t-debate-debater", plots=False)
+    stats = json.loads((report.parent / "stats.json").read_text())
+    assert stats["counts"]["aborted"] == 1 and stats["counts"]["abandoned"] == 1 and stats["counts"]["rated"] == 0
+    rows = rows_for("sft", [runs / "web-t-debate-debater"], ExportFilters(include_aborted=True))
+    assert [r["messages"][-1]["content"] for r in rows if r["meta"].get("agent") == "human"] == ["ONLY-SPEECH"]
 
 
 def test_a_role_the_game_does_not_offer_is_refused(debate_client):
