@@ -68,3 +68,11 @@ class ContextOverflowError(BackendError):
 
 class EpisodeAbort(SparringError):
     """Raised inside an episode to record it as failed with a reason; the run goes on."""
+
+
+class EpisodeAbandoned(EpisodeAbort):
+    """A participant left mid-episode (a person closed a web game, or never came back).
+
+    Not a failure of the engine or a model: the driver stores the episode as *aborted*, with
+    the transcript so far, an outcome whose reason is this message and `metrics["abandoned"]`.
+    """

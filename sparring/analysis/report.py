@@ -5,7 +5,8 @@ regenerated at any time without touching the append-only store, and the folder c
 is; report.html embeds every figure as base64, so it is also shareable on its own.
 Game families contribute sections through `report_sections`; this module knows no game.
 
-stats.json keys: run, counts (episodes/complete/aborted/failed/rated), agents and seats (games,
+stats.json keys: run, counts (episodes/complete/aborted/failed/rated, abandoned if any: episodes a
+player left, stored aborted and never rated nor measured by game sections), agents and seats (games,
 W/L/T, win_rate + Wilson CI, mean_reward + bootstrap CI), matchups, win_matrix, ratings
 (Bradley–Terry, Elo scale, bootstrap CIs), failures (by type/reason, aborts by reason), usage,
 sections.<game> (e.g. sections.debate, sections.dond), warnings, settings, plots.
@@ -55,10 +56,18 @@ def jsonable(x: Any) -> Any:
 def _sections(run: RunData) -> dict[str, tuple[ReportSection | None, list[EpisodeRecord]]]:
     by_game: dict[str, list[EpisodeRecord]] = defaultdict(list)
     for rec in run.episodes:
-        by_game[rec.game].append(rec)
+        if abandoned(rec):  # left by a (human) player: listed and counted, never rated or measured
+            by_game.setdefault(rec.game, [])
+        else:
+            by_game[rec.game].append(rec)
     for rec in run.failures:
         by_game.setdefault(rec.game, [])
     return {g: (section_for(g), recs) for g, recs in sorted(by_game.items())}
+
+
+def abandoned(rec: EpisodeRecord) -> bool:
+    """An episode a player left before the end (stored aborted, `metrics["abandoned"]`)."""
+    return rec.outcome is not None and bool(rec.outcome.metrics.get("abandoned"))
 
 
 def build_stats(run: RunData, ctx: ReportContext) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -75,6 +84,7 @@ def build_stats(run: RunData, ctx: ReportContext) -> tuple[dict[str, Any], dict[
                      if s.role not in M.game_rules(r.game)[0]})
     match_rows = M.matchups(rated, ctx.seed)
     status = {"complete": 0, "aborted": 0}
+    n_left = sum(abandoned(r) for r in run.episodes)
     for r in run.episodes:
         status[r.status] = status.get(r.status, 0) + 1
     stats: dict[str, Any] = {
@@ -83,7 +93,7 @@ def build_stats(run: RunData, ctx: ReportContext) -> tuple[dict[str, Any], dict[
                 "games": run.games, "config": run.config.get("name") or run.config.get("experiment"),
                 "manifest": {k: v for k, v in run.manifest.items() if isinstance(v, (str, int, float, bool))}},
         "counts": {"episodes": len(run.episodes) + len(run.failures), **status, "failed": len(run.failures),
-                   "rated": len(rated)},
+                   "rated": len(rated), **({"abandoned": n_left} if n_left else {})},
         "agents": M.agent_summary(rated, ctx.seed),
         "seats": M.seat_summary(rated, ctx.seed),
         "matchups": match_rows,

@@ -16,8 +16,8 @@ from pydantic import ConfigDict, Field
 
 from sparring.agents.base import Agent, AgentGen, TurnContext, gather, unwrap
 from sparring.engine.lookahead import GameLookahead
-from sparring.errors import EpisodeAbort
-from sparring.games.base import Action, Game, Instance, Seat
+from sparring.errors import EpisodeAbandoned, EpisodeAbort
+from sparring.games.base import Action, Game, Instance, Outcome, Seat
 from sparring.records.record import CallRecord, EpisodeRecord, SeatRecord, episode_id
 from sparring.types import GenerateRequest, Strict, new
 
@@ -96,9 +96,13 @@ class EpisodeDriver:
         except StopIteration as stop:
             return stop.value
 
-    def record(self, status: str, error: str | None = None, started: float = 0.0) -> EpisodeRecord:
+    def record(self, status: str, error: str | None = None, started: float = 0.0,
+               abandoned: str | None = None) -> EpisodeRecord:
         game, job = self.game, self.job
-        outcome = game.outcome(self.state) if (self.state is not None and status != "failed") else None
+        if abandoned is not None:
+            outcome: Outcome | None = self._abandoned(abandoned)
+        else:
+            outcome = game.outcome(self.state) if (self.state is not None and status != "failed") else None
         tokens: dict[str, list[int]] = {}
         for c in self.calls:
             t = tokens.setdefault(c.model, [0, 0])
@@ -118,6 +122,18 @@ class EpisodeDriver:
             error=error, started_at=started, duration_s=time.time() - started if started else 0.0,
             usage=usage)
 
+    def _abandoned(self, reason: str) -> Outcome:
+        """The outcome of an episode a player left: the game's metrics of the state reached (if
+        it can tell them for an unfinished game), no winner, marked `abandoned`."""
+        base = Outcome()
+        if self.state is not None:
+            try:
+                base = self.game.outcome(self.state)
+            except Exception:  # noqa: BLE001 — a game may not score an unfinished state
+                base = Outcome()
+        return new(Outcome, rewards=base.rewards, winner=None, status="aborted", reason=reason,
+                   metrics={**base.metrics, "abandoned": True})
+
     # -- play -------------------------------------------------------------------------------
     def run(self) -> AgentGen:
         started = time.time()
@@ -132,6 +148,8 @@ class EpisodeDriver:
                     yield from self._turn(players[0])
                 else:
                     yield from gather([self._turn(p) for p in players])
+        except EpisodeAbandoned as e:  # a player left: stored as aborted, the transcript so far kept
+            return self.record("aborted", None, started, abandoned=str(e))
         except Exception as e:  # one bad episode never stops the run
             raise EpisodeFailed(self.record("failed", f"{type(e).__name__}: {e}", started), e) from e
         return self.record("complete", None, started)

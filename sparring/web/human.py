@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparring.errors import BackendError
+from sparring.errors import EpisodeAbandoned
 from sparring.models.base import Model
 from sparring.models.scripted import PROB_FLOOR, count_tokens, prompt_tokens
 from sparring.types import Completion, GenerateRequest, Message, ScoreRequest, Usage
@@ -22,8 +22,12 @@ from sparring.types import Completion, GenerateRequest, Message, ScoreRequest, U
 IDLE_TIMEOUT_S = 3 * 3600.0  # a turn left unanswered this long abandons the game
 
 
-class Abandoned(BackendError):
-    """The person left the game; the episode ends as a failed (abandoned) record."""
+ABANDONED = "abandoned by the human player"
+
+
+class Abandoned(EpisodeAbandoned):
+    """The person left the game: the engine stores the episode as aborted, marked abandoned,
+    with the transcript so far (its message, the outcome's reason, says why)."""
 
 
 class StaleTurn(Exception):
@@ -66,7 +70,7 @@ class WebHuman(Model):
     def _wait(self, turn: PendingTurn) -> Any:
         with self._cond:
             if self.abandoned:
-                raise Abandoned(self.abandoned)
+                raise Abandoned(f"{ABANDONED} ({self.abandoned})")
             self.pending = turn
             self._cond.notify_all()
             deadline = time.monotonic() + self.idle_timeout_s
@@ -78,7 +82,7 @@ class WebHuman(Model):
             self.pending = None
             self._cond.notify_all()
             if turn.answer is None:
-                raise Abandoned(self.abandoned or "abandoned")
+                raise Abandoned(f"{ABANDONED} ({self.abandoned or 'left'})")
             return turn.answer
 
     def _next_seq(self) -> int:
@@ -114,7 +118,7 @@ class WebHuman(Model):
             self.pending.answer = answer
             self._cond.notify_all()
 
-    def abandon(self, reason: str = "abandoned by the player") -> None:
+    def abandon(self, reason: str = "they left") -> None:
         with self._cond:
             self.abandoned = reason
             self._cond.notify_all()

@@ -4,8 +4,9 @@ The person's seat is an agent `human` whose model is a `WebHuman`; every other s
 the experiment's own models through the in-memory play API (`Arena`), so turn order, visibility,
 corrections and the record are exactly those of `sparring run`. Each game of an experiment is
 stored in `RUNS_DIR/web-<experiment>/` through the normal `RunStore` (one store per run directory
-per app, shared by every session under a lock); an abandoned game is stored as a failed record
-whose error starts with "Abandoned".
+per app, shared by every session under a lock; one run per role the person can take). An
+abandoned game (the person left: Abandon, idle timeout, server stop) is stored like any other
+as an aborted episode, transcript so far kept, whose outcome is marked `abandoned`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from sparring.engine.instances import load_instances
 from sparring.engine.loader import available_configs, config_from_data, resolve
 from sparring.engine.play import Arena
 from sparring.errors import ConfigError, SparringError
+from sparring.games import GAMES
 from sparring.models.spec import ModelSpec
 from sparring.records.record import EpisodeRecord
 from sparring.records.store import Redactor, RunStore
@@ -32,24 +34,42 @@ from sparring.web.pools import GamePool, SharedPools
 
 HUMAN_AGENT = "human"
 HUMAN_MODEL = "web-human"
-# The seat a person takes in each game that has a play page (game -> role).
-HUMAN_ROLES = {"dond": "negotiator", "debate": "judge"}
+# The roles a person can take in each game that has a play page, in the order offered (the
+# first is the default). Seats are the game's players of that role; the other seats are filled
+# with the experiment's agents: competing seats with the chosen opponents, evaluator seats (a
+# debate's judge) with the experiment's judges.
+PLAYABLE_ROLES = {"dond": ["negotiator"], "debate": ["judge", "debater"]}
 MAX_GAMES_PER_SESSION = 4
 
 
 @dataclass
 class ConfigChoice:
-    """An experiment config a game can be started from."""
+    """An experiment config a game can be started from, and the seats a person can take in it."""
 
     name: str
     path: Path
     game: str
     description: str
     opponents: list[str]  # agents that can fill the other competing seats
+    players: dict[str, str] = field(default_factory=dict)  # game player id -> role
+    evaluator_roles: frozenset[str] = frozenset()
+    judges: list[str] = field(default_factory=list)  # the experiment's judges (evaluator seats)
+    roles: list[str] = field(default_factory=list)  # the roles a person can take, default first
 
-    @property
-    def role(self) -> str:
-        return HUMAN_ROLES[self.game]
+    def seats(self, role: str) -> list[str]:
+        """The game's players of `role` (the seats a person taking that role can sit in)."""
+        return [p for p, r in self.players.items() if r == role]
+
+    def competing(self) -> list[str]:
+        return [p for p, r in self.players.items() if r not in self.evaluator_roles]
+
+    def evaluating(self, role: str) -> bool:
+        return role in self.evaluator_roles
+
+    def run_name(self, role: str) -> str:
+        """The run directory of this experiment's games with the person as `role`: one run
+        (one experiment config) per role, `web-<experiment>` for the default role."""
+        return f"web-{self.name}" if role == self.roles[0] else f"web-{self.name}-{role}"
 
 
 def _choice(name: str, path: Path) -> ConfigChoice | None:
@@ -60,15 +80,41 @@ def _choice(name: str, path: Path) -> ConfigChoice | None:
     if not isinstance(raw, dict):
         return None
     game = {"deal_or_no_deal": "dond"}.get(str(raw.get("game", "")), str(raw.get("game", "")))
-    if game not in HUMAN_ROLES:
+    if game not in PLAYABLE_ROLES:
         return None
-    competing = "negotiator" if game == "dond" else "debater"
+    try:
+        game_cls = GAMES.get(game)
+        players = game_cls(game_cls.Config.model_validate(raw.get("game_args") or {})).players()
+    except Exception:  # noqa: BLE001 — a config that cannot even build its game is not offered
+        return None
+    evaluators = frozenset(game_cls.evaluator_roles)
     agents: dict[str, Any] = raw["agents"] if isinstance(raw.get("agents"), dict) else {}
-    opponents = [a for a, c in agents.items() if isinstance(c, dict) and c.get("role") == competing]
-    if not opponents:
+    by_role: dict[str, list[str]] = {}
+    for a, c in agents.items():
+        if isinstance(c, dict) and a != HUMAN_AGENT:
+            by_role.setdefault(str(c.get("role")), []).append(a)
+    competing = sorted({r for r in players.values() if r not in evaluators})
+    opponents = [a for r in competing for a in by_role.get(r, [])]
+    tournament = raw.get("tournament") if isinstance(raw.get("tournament"), dict) else {}
+    named = [j for j in (tournament or {}).get("judges") or [] if j in agents]
+    judges = named or [a for r in sorted(evaluators) for a in by_role.get(r, [])][:1]
+    n_competing = sum(r not in evaluators for r in players.values())
+    roles = []
+    for role in PLAYABLE_ROLES[game]:
+        seats = [p for p, r in players.items() if r == role]
+        if not seats:
+            continue
+        if role in evaluators:  # the person judges: every competing seat needs an agent
+            ok = bool(opponents) or n_competing == 0
+        else:  # the other competing seats need opponents, the evaluator seats a judge
+            ok = (bool(opponents) or n_competing == 1) and (bool(judges) or len(players) == n_competing)
+        if ok:
+            roles.append(role)
+    if not roles:
         return None
     return ConfigChoice(name=str(raw.get("name") or name), path=path, game=game,
-                        description=str(raw.get("description") or ""), opponents=opponents)
+                        description=str(raw.get("description") or ""), opponents=opponents, players=players,
+                        evaluator_roles=evaluators, judges=judges, roles=roles)
 
 
 def config_choices(extra: list[Path] | None = None) -> dict[str, ConfigChoice]:
@@ -86,21 +132,24 @@ def config_choices(extra: list[Path] | None = None) -> dict[str, ConfigChoice]:
     return out
 
 
-def web_config(choice: ConfigChoice) -> dict[str, Any]:
-    """The experiment a web run stores: the chosen config plus the person's agent. The same for
-    every game of an experiment, so all its games share one run directory."""
+def web_config(choice: ConfigChoice, role: str | None = None) -> dict[str, Any]:
+    """The experiment a web run stores: the chosen config plus the person's agent in `role`.
+    The same for every game of an experiment and role, so they all share one run directory."""
+    role = role or choice.roles[0]
     raw = read_yaml(choice.path)
     raw = copy.deepcopy(raw if isinstance(raw, dict) else {})
     raw["name"] = choice.name
     raw.pop("branch", None)
     agents = dict(raw.get("agents") or {})
-    agents[HUMAN_AGENT] = {"role": choice.role, "model": HUMAN_MODEL}
+    agents[HUMAN_AGENT] = {"role": role, "model": HUMAN_MODEL}
     raw["agents"] = agents
-    if choice.role == "judge":
+    if choice.evaluating(role):
         raw["tournament"] = {"type": "round_robin", "participants": choice.opponents, "self_pairs": True,
                              "judges": [HUMAN_AGENT]}
     else:
         raw["tournament"] = {"type": "round_robin", "participants": [HUMAN_AGENT, *choice.opponents]}
+        if choice.judges and len(choice.competing()) < len(choice.players):
+            raw["tournament"]["judges"] = list(choice.judges)
     raw["run"] = {**(raw.get("run") or {}), "max_live": 1, "workers": 1}
     return raw
 
@@ -148,6 +197,7 @@ class PlayGame:
     id: str
     choice: ConfigChoice
     player: str  # the person's seat (game player id)
+    role: str  # the person's role (the agent role of that seat)
     job: EpisodeJob
     human: WebHuman
     run_dir: Path
@@ -164,10 +214,12 @@ class PlayGame:
         if self.done.is_set():
             if self.record is None:
                 return "failed"
-            if self.record.status == "failed":
-                return "abandoned" if (self.record.error or "").startswith("Abandoned") else "failed"
-            return self.record.status  # complete | aborted
+            return "abandoned" if abandoned(self.record) else self.record.status  # complete | aborted | failed
         return "your_turn" if self.human.current() is not None else "waiting"
+
+    @property
+    def judging(self) -> bool:
+        return self.choice.evaluating(self.role)
 
     def pending(self) -> PendingTurn | None:
         return None if self.done.is_set() else self.human.current()
@@ -183,10 +235,15 @@ class PlayGame:
         self.human.wait_change(seen_seq, timeout, self.done)
 
 
-def _arena(choice: ConfigChoice, pools: SharedPools, human: WebHuman) -> Arena:
+def abandoned(record: EpisodeRecord) -> bool:
+    """Whether a stored episode was left by its human player (an aborted record, so marked)."""
+    return record.outcome is not None and bool(record.outcome.metrics.get("abandoned"))
+
+
+def _arena(choice: ConfigChoice, role: str, pools: SharedPools, human: WebHuman) -> Arena:
     """The game's arena: the experiment resolved, its models and instances shared with the
-    other games of the experiment, the person's seat played by `human`."""
-    cfg, path = config_from_data(web_config(choice), choice.path.parent / f"{choice.name}.yaml")
+    other games of the experiment, the person's seat (of `role`) played by `human`."""
+    cfg, path = config_from_data(web_config(choice, role), choice.path.parent / f"{choice.name}.yaml")
     exp = resolve(cfg, path, extra_specs={HUMAN_MODEL: ModelSpec(name=HUMAN_MODEL, backend="injected")})
     pools.ensure(choice.name, exp.specs, skip=HUMAN_MODEL)
     instances = pools.instances(choice.name, lambda: load_instances(exp))
@@ -194,10 +251,20 @@ def _arena(choice: ConfigChoice, pools: SharedPools, human: WebHuman) -> Arena:
 
 
 def start_game(choice: ConfigChoice, runs_dir: Path, stores: WebStores, pools: SharedPools, *,
-               opponents: list[str], player: str | None, instance_id: str | None) -> PlayGame:
-    """Build the arena, open the store and start the engine thread of one game."""
+               opponents: list[str], player: str | None, instance_id: str | None,
+               role: str | None = None) -> PlayGame:
+    """Build the arena, open the store and start the engine thread of one game. `role`: the
+    person's role (default the game's first playable one); `player`: their seat among that
+    role's (default the first); `opponents`: the agents of the other competing seats, in order
+    (one for all of them if fewer are given)."""
+    role = role or choice.roles[0]
+    if role not in choice.roles:
+        raise SparringError(f"you cannot play {role!r} in {choice.name!r}; choose one of {choice.roles}")
+    bad = [o for o in opponents if o not in choice.opponents]
+    if bad:
+        raise SparringError(f"unknown opponent {bad[0]!r}")
     human = WebHuman(HUMAN_MODEL)
-    arena = _arena(choice, pools, human)
+    arena = _arena(choice, role, pools, human)
     try:
         exp = arena.exp
         seat_players = exp.seat_players
@@ -205,26 +272,25 @@ def start_game(choice: ConfigChoice, runs_dir: Path, stores: WebStores, pools: S
             instance_id = secrets.choice(sorted(arena.instances))
         elif instance_id not in arena.instances:
             raise SparringError(f"unknown instance {instance_id!r}")
-        bad = [o for o in opponents if o not in choice.opponents]
-        if bad:
-            raise SparringError(f"unknown opponent {bad[0]!r}")
-        if choice.role == "judge":  # one debater per competing seat (consultancy: one consultant)
+        if choice.evaluating(role):  # the person judges: one agent per competing seat
             if len(opponents) < len(seat_players):
                 raise SparringError(f"choose {len(seat_players)} debater(s)")
             agents = tuple(opponents[:len(seat_players)])
-            player = exp.judge_players[0]
+            player = player if player in choice.seats(role) else choice.seats(role)[0]
         else:
-            if len(opponents) != 1 or len(seat_players) != 2:
-                raise SparringError("choose one opponent")
-            player = player if player in seat_players else seat_players[0]
-            agents = (HUMAN_AGENT, opponents[0]) if player == seat_players[0] else (opponents[0], HUMAN_AGENT)
-        run_dir = runs_dir / f"web-{choice.name}"
+            player = player if player in choice.seats(role) else choice.seats(role)[0]
+            others = [p for p in seat_players if p != player]
+            if others and not opponents:
+                raise SparringError("choose an opponent")
+            fill = iter(opponents)
+            agents = tuple(HUMAN_AGENT if p == player else next(fill, opponents[-1]) for p in seat_players)
+        run_dir = runs_dir / choice.run_name(role)
         stores.open(run_dir, exp.config, redact=pools.pool(choice.name).redact)
         job = arena.job(instance_id, agents, seed=secrets.randbelow(2**31), repeat=stores.repeats(run_dir))
     except BaseException:
         arena.close()
         raise
-    game = PlayGame(id=secrets.token_urlsafe(12), choice=choice, player=player, job=job, human=human,
+    game = PlayGame(id=secrets.token_urlsafe(12), choice=choice, player=player, role=role, job=job, human=human,
                     run_dir=run_dir, instance=arena.instances[instance_id], roles=dict(exp.roles),
                     action_format=str(getattr(exp.game.config, "action_format", "text")))
 

@@ -64,13 +64,15 @@ async def play_start(request: Request) -> Response:
     if len(live) >= MAX_GAMES_PER_SESSION:
         return _new_page(request, state, f"you already have {len(live)} games in progress; finish or "
                                          "abandon one first", 400, **fields)
-    if choice.role == "judge":
+    role = fields.get("role") or choice.roles[0]
+    if choice.evaluating(role):
         opponents = [fields.get("debater_1") or choice.opponents[0],
-                     fields.get("debater_2") or choice.opponents[min(1, len(choice.opponents) - 1)]]
+                     fields.get("debater_2") or choice.opponents[min(1, len(choice.opponents) - 1)]] \
+            if choice.opponents else []
     else:
-        opponents = [fields.get("opponent") or choice.opponents[0]]
+        opponents = [fields.get("opponent") or choice.opponents[0]] if choice.opponents else []
     try:
-        game = start_game(choice, state.runs_dir, state.stores, state.pools, opponents=opponents,
+        game = start_game(choice, state.runs_dir, state.stores, state.pools, opponents=opponents, role=role,
                           player=fields.get("seat") or None, instance_id=fields.get("instance") or None)
     except SparringError as e:
         return _new_page(request, state, str(e), 400, **fields)
@@ -161,6 +163,6 @@ async def play_abandon(request: Request, game_id: str) -> Response:
     await _form(request)
     game = _game(request, game_id)
     if not game.done.is_set():
-        game.human.abandon("abandoned by the player")
+        game.human.abandon("they pressed Abandon")
         game.done.wait(timeout=10)
     return RedirectResponse(f"/play/{game.id}", status_code=303)

@@ -48,3 +48,33 @@ def test_play_stores_records_when_given_a_store(tmp_path):
 def test_one_shot_play_runs_the_whole_schedule():
     records = play(DOND, models=_models())
     assert len(records) == 6
+
+
+def test_a_player_who_leaves_gives_an_aborted_episode_marked_abandoned():
+    """EpisodeAbandoned from a seat's model (a person who left a web game) is not a failure:
+    the episode is stored aborted with the transcript so far and `metrics["abandoned"]`."""
+    from sparring.errors import EpisodeAbandoned
+    from sparring.models.base import Model
+    from sparring.types import Completion
+
+    class Leaver(Model):
+        def __init__(self) -> None:
+            super().__init__("policy")
+            self.calls = 0
+
+        def _generate(self, requests):
+            self.calls += 1
+            if self.calls > 1:
+                raise EpisodeAbandoned("abandoned by the human player (gone)")
+            return [Completion(text="[message] Hello there.") for _ in requests]
+
+    models = {**_models(), "policy": Leaver()}
+    with Arena.from_config(DOND, models=models) as arena:
+        job = arena.job(arena.jobs()[0].instance_id, ("me", "partner"))
+        (rec,) = arena.play([job])
+    assert rec.status == "aborted" and rec.error is None
+    assert rec.outcome.status == "aborted" and rec.outcome.winner is None
+    assert rec.outcome.reason == "abandoned by the human player (gone)"
+    assert rec.outcome.metrics["abandoned"] is True and "points" in rec.outcome.metrics  # the game's metrics kept
+    assert any("Hello there." in e.content for e in rec.events)
+    assert rec.calls[-1].error.startswith("EpisodeAbandoned")

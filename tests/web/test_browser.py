@@ -1,5 +1,6 @@
 """End to end in a real browser (Playwright + the system's chromium): uvicorn on a free port,
-one Deal or No Deal game played to a deal and one debate judged, by clicks and typing; the
+one Deal or No Deal game played to a deal, one debate judged and one argued as a debater, by
+clicks and typing; the
 stored episodes are checked and screenshots saved (into $SPARRING_WEB_SCREENSHOTS too, if set).
 Skipped when playwright or chromium is missing."""
 
@@ -129,7 +130,7 @@ def test_play_dond_to_a_deal_and_judge_a_debate(server, page, tmp_path):
 
     # a debate as the judge
     page.goto(f"{base}/play")
-    page.locator('form[data-config="scripted-debate"]').get_by_role("button", name="Start").click()
+    page.locator('form[data-config="scripted-debate"][data-role="judge"]').get_by_role("button", name="Start").click()
     assert _settle(page) == "your_turn"
     assert "Debater_A" in page.locator("#shown").inner_text()
     page.locator("#probability").fill("80")
@@ -139,6 +140,21 @@ def test_play_dond_to_a_deal_and_judge_a_debate(server, page, tmp_path):
     assert _settle(page) == "complete"
     (judged,) = list(iter_records(runs / "web-scripted-debate"))
     assert judged.outcome.metrics["probs"]["Debater_A"] == pytest.approx(0.8)
+
+    # a debate as a debater (seat B) against a scripted debater, the scripted judge deciding
+    page.goto(f"{base}/play")
+    form = page.locator('form[data-config="scripted-debate"][data-role="debater"]')
+    form.locator('select[name="seat"]').select_option("Debater_B")
+    form.get_by_role("button", name="Start").click()
+    assert _settle(page) == "your_turn"
+    assert "Your answer:" in page.locator("#system-prompt").inner_text()  # the prompt variant varies
+    page.locator("#reply-text").fill("The story says so: <quote>lives in</quote>. My answer <b>stands</b>.")
+    _shot(page, tmp_path, "web-play-debater.png")
+    page.get_by_role("button", name="Send").click()
+    assert _settle(page) == "complete"
+    (argued,) = list(iter_records(runs / "web-scripted-debate-debater"))
+    assert argued.seats["Debater_B"].agent == "human" and argued.outcome.winner in ("Debater_A", "Debater_B")
+    assert any(e.player == "Debater_B" and "<b>stands</b>" in e.content for e in argued.events)
 
     # browsing: the runs list and the run page show the stored games
     page.goto(f"{base}/runs")

@@ -129,15 +129,26 @@ def test_sessions_are_isolated(app, client):
     assert _seq(client.get(url).text) == _seq(html)
 
 
-def test_abandoned_game_is_stored_marked(client, runs_dir):
-    url, csrf = _start(client, config="scripted-dond", opponent="polite")
-    _page(client, url)
+def test_abandoned_game_is_stored_as_an_aborted_episode(client, runs_dir):
+    url, csrf = _start(client, config="scripted-dond", opponent="polite", seat="Player_1")
+    html = _page(client, url)
+    client.post(f"{url}/act", data={"csrf": csrf, "seq": _seq(html), "kind": "message", "text": "First words"})
+    _page(client, url)  # the opponent has answered; the person's second turn waits
     assert client.post(f"{url}/abandon", data={"csrf": "nope"}).status_code == 403
     r = client.post(f"{url}/abandon", data={"csrf": csrf})
-    assert r.status_code == 200 and "abandoned" in r.text
-    failed = list(iter_records(runs_dir / "web-scripted-dond", failures=True))
-    assert len(failed) == 1 and failed[0].error.startswith("Abandoned")
-    assert client.get(f"/runs/web-scripted-dond/episodes/{failed[0].id}").status_code == 200
+    assert r.status_code == 200 and _status(r.text) == "abandoned"
+    assert not list(iter_records(runs_dir / "web-scripted-dond", failures=True))
+    (rec,) = list(iter_records(runs_dir / "web-scripted-dond"))
+    assert rec.status == "aborted" and rec.error is None
+    assert rec.outcome.status == "aborted" and rec.outcome.winner is None
+    assert rec.outcome.reason == "abandoned by the human player (they pressed Abandon)"
+    assert rec.outcome.metrics["abandoned"] is True
+    assert any("First words" in e.content for e in rec.events)  # the transcript so far is kept
+    mine = [c for c in rec.calls if c.model == "web-human"]
+    assert [c.player for c in mine] == ["Player_1", "Player_1"]
+    assert mine[0].completions and mine[1].error.startswith("Abandoned")  # the turn left unanswered
+    page = client.get(f"/runs/web-scripted-dond/episodes/{rec.id}")
+    assert page.status_code == 200 and "abandoned by the human player" in page.text and 'id="abandoned"' in page.text
 
 
 def test_debate_as_the_judge(client, runs_dir):
