@@ -17,6 +17,9 @@ Workloads: `debate` (two speeches and a scored verdict), `dond` (the shortest le
 Deal game: two messages, two proposals — the negotiation counterpart of a two-turn debate) and
 `dond-long` (random play up to 10 turns with invalid outputs and corrections; games/s here is
 naturally lower, it is reported to show the per-turn cost of the correction path).
+`taboo`, `wordle`, `wordle-critic` and `textworld` (gold policy; needs Java) scale the shipped
+scripted experiments of the newer games: their games/s show what each game's rules cost per
+episode (textworld: mostly the simulator, a py4j round trip per step).
 Each workload runs in a fresh subprocess so that peak RSS is its own. RSS is reported twice:
 after imports (the baseline any sparring process pays, e.g. torch if a backend imports it) and
 at the peak; the difference is what the engine added.
@@ -47,10 +50,46 @@ TARGET_EPS, TARGET_RSS_MB = 2000.0, 300.0
 # varied 2x while the engine's CPU time per episode stayed within 10%.
 LABELS = {"debate": "two-turn debates (2 speeches + scored verdict: 3 model calls)",
           "dond": "negotiation games, shortest legal game (2 messages + 2 proposals: 4 model calls)",
-          "dond-long": "negotiation games, random play (up to 10 turns, invalid outputs and corrections)"}
+          "dond-long": "negotiation games, random play (up to 10 turns, invalid outputs and corrections)",
+          "taboo": "taboo games (scripted describer and guesser, up to 3 rounds)",
+          "wordle": "wordle games (greedy solver; candidate-set information gain per guess)",
+          "wordle-critic": "wordle games with a critic (guess, critique, final guess per turn)",
+          "textworld": "TextWorld cooking, gold policy (a JVM simulator per live episode; at most "
+                       f"{300} episodes, max_live 8)"}
+EXPERIMENTS = REPO / "sparring" / "configs" / "experiments"
+# workload -> (shipped experiment it scales up, instance split and how many distinct instances)
+SHIPPED = {"taboo": ("scripted-taboo.yaml", "train", None), "wordle": ("scripted-wordle.yaml", "train", 500),
+           "wordle-critic": ("scripted-wordle-withcritic.yaml", "train", 500),
+           "textworld": ("textworld-gold.yaml", "train", 300)}
+
+
+def shipped(workload: str, episodes: int, max_live: int) -> dict:
+    """A shipped scripted experiment of a newer game, scaled to about `episodes` episodes."""
+    name, split, limit = SHIPPED[workload]
+    cfg = yaml.safe_load((EXPERIMENTS / name).read_text())
+    if cfg.get("models_file"):
+        cfg["models_file"] = str((EXPERIMENTS / cfg["models_file"]).resolve())
+    if workload == "wordle":  # the greedy solver alone (the sloppy guesser is the correction path)
+        cfg["agents"] = {"solver": cfg["agents"]["solver"]}
+        cfg["tournament"] = {"type": "self_play", "participants": ["solver"]}
+    cfg["dataset"] = {**cfg["dataset"], "split": split, "limit": min(limit or episodes, episodes)}
+    if workload == "textworld":
+        episodes, max_live = min(episodes, 300), min(max_live, 8)
+        cfg["dataset"]["limit"] = episodes
+    from sparring.engine.loader import config_from_data, resolve
+    from sparring.engine.instances import load_instances
+
+    exp = resolve(*config_from_data(cfg, EXPERIMENTS / name))
+    per_round = max(1, len(load_instances(exp)) * max(1, len(exp.config.tournament.participants or [1])))
+    cfg["tournament"] = {**cfg["tournament"], "repeats": max(1, round(episodes / per_round))}
+    cfg["run"] = {**(cfg.get("run") or {}), "seed": 0, "max_live": max_live}
+    cfg["name"] = f"bench-{workload}"
+    return cfg
 
 
 def config(workload: str, episodes: int, max_live: int) -> dict:
+    if workload in SHIPPED:
+        return shipped(workload, episodes, max_live)
     instances = min(500, max(1, episodes // 2))  # each played with flipped seats too
     repeats = max(1, episodes // (instances * 2))
     if workload == "debate":
@@ -118,11 +157,9 @@ class Timers:
         from sparring.models.base import Model
         from sparring.records.store import RunStore
 
-        game_cls: type
-        if workload == "debate":
-            from sparring.games.debate.game import DebateGame as game_cls
-        else:
-            from sparring.games.negotiation.game import DealOrNoDealGame as game_cls
+        from sparring.games.base import GAMES
+
+        game_cls = GAMES.get(config(workload, 2, 1)["game"])
         self.wrap(game_cls, ["reset", "to_act", "action_spec", "observation", "act", "is_over", "outcome",
                              "events", "record_state", "instance_summary", "fork", "evaluation", "players"], "game")
         self.wrap(Model, ["generate", "score"], "model (scripted backend)")
