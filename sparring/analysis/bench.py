@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
@@ -69,6 +70,10 @@ def _clean(x: Any) -> Any:
     return x
 
 
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
+
+
 def _resolve_models(opts: BenchOptions) -> None:
     """Fail at once (exit 2) on a model name that no models file knows."""
     from sparring.models.registry import load_model_specs, resolve_name
@@ -108,7 +113,8 @@ def run_bench(opts: BenchOptions, console: Console | None = None) -> BenchResult
     suite, suite_path = load_suite(opts.suite)
     keys = select_games(suite, opts.games)
     _resolve_models(opts)
-    out = Path(opts.output_dir).expanduser() if opts.output_dir else runs_root() / f"bench-{suite.name}"
+    out = (Path(opts.output_dir).expanduser() if opts.output_dir
+           else runs_root() / slug(f"bench-{suite.name}-v{suite.version}"))
     skipped = _unregistered(suite, keys)
     for key, why in skipped.items():
         console.print(f"[yellow]{key}: {why}[/yellow]")
@@ -134,9 +140,9 @@ def run_bench(opts: BenchOptions, console: Console | None = None) -> BenchResult
                     console.rule(f"{model} · {key}")
                 try:
                     row, qs, run_status = _play(ropts, run_experiment, pool, console, opts.seed)
-                except SparringError as e:
-                    console.print(f"[red]{model} · {key}: {e}[/red]")
-                    games[key]["models"][model] = {"status": "error", "error": str(e)}
+                except (SparringError, ValidationError) as e:
+                    console.print(f"[red]{model} · {key}: {_one_line(e)}[/red]")
+                    games[key]["models"][model] = {"status": "error", "error": _one_line(e)}
                     status = "incomplete"
                     continue
                 games[key]["models"][model] = row

@@ -119,8 +119,11 @@ def select_games(suite: Suite, games: list[str] | None) -> list[str]:
 
 def _fill(agents: dict[str, dict[str, Any]], model: str, partner: str) -> dict[str, dict[str, Any]]:
     out = copy.deepcopy(agents)
+    fill = {MODEL: model, PARTNER: partner}
     for agent in out.values():
-        agent["model"] = {MODEL: model, PARTNER: partner}.get(agent.get("model"), agent.get("model"))
+        name = agent.get("model")
+        if isinstance(name, str) and name in fill:
+            agent["model"] = fill[name]
     return out
 
 

@@ -50,6 +50,10 @@ SUITE = {
                                             "includeDoors": 0, "limitInventorySize": 0}}},
             "agents": {"player": {"role": "player", "model": "$model"}},
         },
+        "broken": {
+            "game": "dond", "instances": 1, "dataset": {"name": "no_such_dataset"},
+            "agents": {"negotiator": {"role": "negotiator", "model": "$model"}},
+        },
         "ghost": {
             "game": "no_such_game", "instances": 2, "dataset": {"name": "none"},
             "agents": {"p": {"role": "player", "model": "$model"}},
@@ -160,6 +164,19 @@ def test_textworld_gold_policy_scores_100(files, tmp_path: Path):
     row = data["games"]["textworld_cooking"]["models"]["textworld-gold"]
     assert (row["episodes"], row["pct_played"], row["quality"]) == (1, 100.0, 100.0)
     assert data["clemscore"]["textworld-gold"]["clemscore"] == pytest.approx(100.0)
+
+
+def test_a_broken_entry_is_reported_and_the_others_still_play(files, tmp_path: Path):
+    suite, models_file = files
+    out = tmp_path / "out"
+    res = bench(suite, models_file, out, "scripted-negotiator", "--games", "broken,dond", "--instances", "1")
+    assert res.exit_code == 3, res.output  # incomplete, like `sparring run`
+    assert "scripted-negotiator · broken: " in res.output and "no_such_dataset" in res.output
+    data = json.loads((out / "bench.json").read_text())
+    assert data["status"] == "incomplete"
+    assert data["games"]["broken"]["models"]["scripted-negotiator"]["status"] == "error"
+    assert data["games"]["dond"]["models"]["scripted-negotiator"]["episodes"] == 2
+    assert data["clemscore"]["scripted-negotiator"]["missing"] == ["broken"]
 
 
 @pytest.mark.parametrize(("args", "message"), [
