@@ -44,6 +44,7 @@ class BenchOptions:
     quiet: bool = False
     report: bool = True
     seed: int = 0  # of the bootstrap
+    dry_run: bool = False
 
 
 @dataclass
@@ -121,42 +122,43 @@ def run_bench(opts: BenchOptions, console: Console | None = None) -> BenchResult
     games: dict[str, dict[str, Any]] = {
         key: {"game": suite.games[key].game, "status": "skipped" if key in skipped else "ok",
               "note": skipped.get(key, ""), "models": {}} for key in keys}
+    jobs = []
+    for model in opts.models:
+        for key in (k for k in keys if k not in skipped):
+            cfg = experiment_config(suite, suite_path, key, model, opts.partner, instances=opts.instances,
+                                    models_file=opts.models_file)
+            cfg_path = out / "configs" / slug(model) / f"{key}.yaml"
+            cfg_path.parent.mkdir(parents=True, exist_ok=True)
+            cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True), encoding="utf-8")
+            jobs.append((model, key, RunOptions(configuration=str(cfg_path), run_name=key,
+                                                output_dir=str(out / "runs" / slug(model)),
+                                                quiet=opts.quiet, report=opts.report)))
+    if opts.dry_run:
+        return _dry_run(console, jobs, out)
     qualities: dict[str, dict[str, list[float | None]]] = {m: {} for m in opts.models}
     status = "complete"
     pool = ModelPool(load_model_specs(opts.models_file))
     try:
-        for model in opts.models:
-            for key in keys:
-                if key in skipped:
-                    continue
-                cfg = experiment_config(suite, suite_path, key, model, opts.partner, instances=opts.instances,
-                                        models_file=opts.models_file)
-                cfg_path = out / "configs" / slug(model) / f"{key}.yaml"
-                cfg_path.parent.mkdir(parents=True, exist_ok=True)
-                cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True), encoding="utf-8")
-                ropts = RunOptions(configuration=str(cfg_path), output_dir=str(out / "runs" / slug(model)),
-                                   run_name=key, quiet=opts.quiet, report=opts.report)
-                if not opts.quiet:
-                    console.rule(f"{model} · {key}")
-                try:
-                    row, qs, run_status = _play(ropts, run_experiment, pool, console, opts.seed)
-                except (SparringError, ValidationError) as e:
-                    console.print(f"[red]{model} · {key}: {_one_line(e)}[/red]")
-                    games[key]["models"][model] = {"status": "error", "error": _one_line(e)}
-                    status = "incomplete"
-                    continue
-                games[key]["models"][model] = row
-                qualities[model][key] = qs
-                if not has_quality(suite.games[key].game) and row["episodes"] and not row["played"]:
-                    games[key]["note"] = (f"game {suite.games[key].game!r} reports no quality_score and the bench "
-                                          "has no quality function for it: every episode counts as not played")
-                if run_status == "interrupted":
-                    status = "interrupted"
-                    break
-                if run_status != "complete":
-                    status = "incomplete"
-            if status == "interrupted":
+        for model, key, ropts in jobs:
+            if not opts.quiet:
+                console.rule(f"{model} · {key}")
+            try:
+                row, qs, run_status = _play(ropts, run_experiment, pool, console, opts.seed)
+            except (SparringError, ValidationError) as e:
+                console.print(f"[red]{model} · {key}: {_one_line(e)}[/red]")
+                games[key]["models"][model] = {"status": "error", "error": _one_line(e)}
+                status = "incomplete"
+                continue
+            games[key]["models"][model] = row
+            qualities[model][key] = qs
+            if row.pop("unscored"):
+                games[key]["note"] = (f"game {suite.games[key].game!r} reports no quality_score and the bench has "
+                                      "no quality function for it: its episodes count as not played")
+            if run_status == "interrupted":
+                status = "interrupted"
                 break
+            if run_status != "complete":
+                status = "incomplete"
     finally:
         pool.close()
     data = _summary(suite, suite_path, opts, games, qualities, status)
@@ -181,8 +183,32 @@ def _play(ropts: Any, run_experiment: Any, pool: Any, console: Console,
     failed = sum(1 for r in iter_records(run_dir, failures=True, transcripts=False) if r.id in ids)
     qs = [episode_quality(r) for r in records]
     row = game_score(qs, failed=failed, seed=seed).to_dict()
-    row.update(scheduled=len(ids), run_dir=str(run_dir), run_status=result.status, status="ok")
+    unscored = any(r.status == "complete" and r.outcome is not None and "quality_score" not in r.outcome.metrics
+                   and not has_quality(r.game) for r in records)
+    row.update(scheduled=len(ids), run_dir=str(run_dir), run_status=result.status, status="ok", unscored=unscored)
     return row, qs, result.status
+
+
+def _dry_run(console: Console, jobs: list[tuple[str, str, Any]], out: Path) -> BenchResult:
+    """What each (model, game) run would play; loads no model, writes only the configs."""
+    from sparring.engine.plan import prepare
+    from sparring.engine.run import describe
+
+    table = Table(title=f"bench plan (dry run) -> {out}", title_justify="left")
+    for col in ("model", "game", "instances", "episodes", "already stored"):
+        table.add_column(col)
+    status = "dry-run"
+    for model, key, ropts in jobs:
+        try:
+            info = describe(prepare(ropts))
+        except (SparringError, ValidationError) as e:
+            console.print(f"[red]{model} · {key}: {_one_line(e)}[/red]")
+            status = "incomplete"
+            continue
+        table.add_row(model, key, str(info["instances"]), str(info["schedule"].get("episodes", "?")),
+                      str(info.get("already_done", 0)))
+    console.print(table)
+    return BenchResult(data={}, output_dir=out, status=status)
 
 
 def _summary(suite: Suite, suite_path: Path, opts: BenchOptions, games: dict[str, dict[str, Any]],

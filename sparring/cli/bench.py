@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import typer
 
-from sparring.cli.run import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ModelsFile, NoReport, Quiet
+from sparring.cli.run import EXIT_INCOMPLETE, EXIT_INTERRUPTED, DryRun, ModelsFile, NoReport, Quiet
 
 
 def bench(
@@ -26,7 +26,7 @@ def bench(
                                        "of debates (default: the model itself, self-play)."),
     output_dir: str | None = typer.Option(None, "--output-dir", "-o", help="Output directory (default "
                                           "runs/bench-SUITE); rerunning the same command resumes it."),
-    models_file: str | None = ModelsFile, quiet: bool = Quiet, no_report: bool = NoReport,
+    models_file: str | None = ModelsFile, dry_run: bool = DryRun, quiet: bool = Quiet, no_report: bool = NoReport,
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap confidence intervals."),
 ) -> None:
     """Benchmark models on a fixed suite of games (taboo, wordle, dond, textworld, debate, ...)."""
@@ -37,7 +37,7 @@ def bench(
     picked = [g.strip() for g in games.split(",") if g.strip()] if games else None
     result = run_bench(BenchOptions(models=list(models), suite=suite, games=picked, instances=instances,
                                     partner=partner, output_dir=output_dir, models_file=models_file,
-                                    quiet=quiet, report=not no_report, seed=seed), Console(soft_wrap=True))
+                                    quiet=quiet, report=not no_report, seed=seed, dry_run=dry_run), Console(soft_wrap=True))
     if result.status == "interrupted":
         raise typer.Exit(EXIT_INTERRUPTED)
     if result.status == "incomplete":

@@ -166,6 +166,17 @@ def test_textworld_gold_policy_scores_100(files, tmp_path: Path):
     assert data["clemscore"]["textworld-gold"]["clemscore"] == pytest.approx(100.0)
 
 
+def test_dry_run_writes_configs_and_plays_nothing(files, tmp_path: Path):
+    suite, models_file = files
+    out = tmp_path / "out"
+    res = bench(suite, models_file, out, "scripted-negotiator", "--games", "dond,debate", "--instances", "2",
+                "--dry-run")
+    assert res.exit_code == 0, res.output
+    assert "dry run" in res.output and "scripted-negotiator" in res.output
+    assert (out / "configs" / "scripted-negotiator" / "dond.yaml").is_file()
+    assert not (out / "runs").exists() and not (out / "bench.json").exists()
+
+
 def test_a_broken_entry_is_reported_and_the_others_still_play(files, tmp_path: Path):
     suite, models_file = files
     out = tmp_path / "out"
