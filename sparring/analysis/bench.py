@@ -7,7 +7,8 @@ its own report). Only the episodes the current command schedules are scored, so 
 `--instances 2` pass and a full pass can share run directories. Scores (see
 `sparring.analysis.clemscore`) go to the console and to `OUTPUT/bench.json` and `OUTPUT/bench.md`.
 
-One model pool serves every run, so a model is loaded once for the whole suite.
+One model pool serves every run of a model under test, so it is loaded once for the whole suite
+(and closed before the next model's runs).
 """
 
 from __future__ import annotations
@@ -137,13 +138,18 @@ def run_bench(opts: BenchOptions, console: Console | None = None) -> BenchResult
         return _dry_run(console, jobs, out)
     qualities: dict[str, dict[str, list[float | None]]] = {m: {} for m in opts.models}
     status = "complete"
-    pool = ModelPool(load_model_specs(opts.models_file))
+    specs = load_model_specs(opts.models_file)
+    pools: dict[str, Any] = {}
     try:
         for model, key, ropts in jobs:
+            if model not in pools:  # one pool per model under test: loaded once, freed before the next
+                for other in pools.values():
+                    other.close()
+                pools = {model: ModelPool(specs)}
             if not opts.quiet:
                 console.rule(f"{model} · {key}")
             try:
-                row, qs, run_status = _play(ropts, run_experiment, pool, console, opts.seed)
+                row, qs, run_status = _play(ropts, run_experiment, pools[model], console, opts.seed)
             except (SparringError, ValidationError) as e:
                 console.print(f"[red]{model} · {key}: {_one_line(e)}[/red]")
                 games[key]["models"][model] = {"status": "error", "error": _one_line(e)}
@@ -160,7 +166,8 @@ def run_bench(opts: BenchOptions, console: Console | None = None) -> BenchResult
             if run_status != "complete":
                 status = "incomplete"
     finally:
-        pool.close()
+        for pool in pools.values():
+            pool.close()
     data = _summary(suite, suite_path, opts, games, qualities, status)
     files = write_bench(out, data)
     print_bench(console, data)
