@@ -10,7 +10,8 @@ in self-play it is the model's; against a partner it is the pairing's, as in cle
 
     game score  = % played x mean quality of played episodes / 100   (= mean over all episodes of
                   the quality, counting a not-played episode as 0)
-    clemscore   = mean of the game scores over the games of the suite that were played
+    clemscore   = mean of the game scores over the games of the suite that produced episodes (the
+                  others are reported as missing, not counted as 0)
 
 Confidence intervals are 95% percentile bootstraps (numpy, seeded): episodes are resampled within
 each game, independently per game, and the whole statistic is recomputed per resample; % played
