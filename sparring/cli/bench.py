@@ -35,7 +35,7 @@ def bench(
     from sparring.analysis.bench import BenchOptions, run_bench
 
     picked = [g.strip() for g in games.split(",") if g.strip()] if games else None
-    result = run_bench(BenchOptions(models=list(models), suite=suite, games=picked, instances=instances,
+    result = run_bench(BenchOptions(models=list(dict.fromkeys(models)), suite=suite, games=picked, instances=instances,
                                     partner=partner, output_dir=output_dir, models_file=models_file,
                                     quiet=quiet, report=not no_report, seed=seed, dry_run=dry_run), Console(soft_wrap=True))
     if result.status == "interrupted":
