@@ -76,8 +76,8 @@ def shipped(workload: str, episodes: int, max_live: int) -> dict:
     if workload == "textworld":
         episodes, max_live = min(episodes, 300), min(max_live, 8)
         cfg["dataset"]["limit"] = episodes
-    from sparring.engine.loader import config_from_data, resolve
     from sparring.engine.instances import load_instances
+    from sparring.engine.loader import config_from_data, resolve
 
     exp = resolve(*config_from_data(cfg, EXPERIMENTS / name))
     per_round = max(1, len(load_instances(exp)) * max(1, len(exp.config.tournament.participants or [1])))
@@ -154,10 +154,9 @@ class Timers:
 
     def install(self, workload: str) -> None:
         import sparring.engine.episode as episode
+        from sparring.games.base import GAMES
         from sparring.models.base import Model
         from sparring.records.store import RunStore
-
-        from sparring.games.base import GAMES
 
         game_cls = GAMES.get(config(workload, 2, 1)["game"])
         self.wrap(game_cls, ["reset", "to_act", "action_spec", "observation", "act", "is_over", "outcome",

@@ -8,8 +8,8 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
 
 from sparring.records.index import read_at
-from sparring.web.app import web_state
 from sparring.web.runs import PAGE_SIZES, SORTS, episode_table, list_runs, outcome_text, progress, run_path
+from sparring.web.state import web_state
 from sparring.web.views import EVERYTHING, PUBLIC, pretty, public_events, steps, view_names
 
 router = APIRouter()

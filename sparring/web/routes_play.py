@@ -14,11 +14,11 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from sparring.errors import SparringError
-from sparring.web.app import WebState, web_state
 from sparring.web.forms import dond_answer, form_fields, judge_answer, text_answer
 from sparring.web.human import PendingTurn, StaleTurn
 from sparring.web.play import MAX_GAMES_PER_SESSION, PlayGame, start_game
 from sparring.web.sessions import Session
+from sparring.web.state import WebState, web_state
 
 router = APIRouter()
 

@@ -1,0 +1,75 @@
+"""What the web app holds for its lifetime (`WebState`), and how a route reaches it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+
+from sparring import __version__
+from sparring.records.index import IndexCache
+from sparring.web.play import ConfigChoice, WebStores, config_choices
+from sparring.web.pools import SharedPools
+from sparring.web.sessions import Session, Sessions
+
+HERE = Path(__file__).parent
+# The app's own pages load nothing but its static files (reports, served as files, keep theirs).
+CSP = ("default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; "
+       "frame-ancestors 'self'")
+
+
+class WebState:
+    """Everything the app holds: its runs directory, indexes, sessions, stores and templates."""
+
+    def __init__(self, runs_dir: Path, configs: list[Path]):
+        self.runs_dir = runs_dir
+        self.config_files = configs
+        self.indexes = IndexCache()
+        self.sessions = Sessions()
+        self.stores = WebStores()
+        self.pools = SharedPools()
+        self._choices: dict[str, ConfigChoice] | None = None
+        self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(HERE / "templates")),
+                                      autoescape=True, undefined=jinja2.ChainableUndefined,
+                                      trim_blocks=True, lstrip_blocks=True)
+        self.env.filters["num"] = _num
+        self.env.globals["version"] = __version__
+        for name in self.env.list_templates():  # compiled now, not on a first (timed) visit
+            self.env.get_template(name)
+
+    def choices(self) -> dict[str, ConfigChoice]:
+        if self._choices is None:
+            self._choices = config_choices(self.config_files)
+        return self._choices
+
+    def render(self, request: Request, template: str, status_code: int = 200, **ctx: Any) -> HTMLResponse:
+        session: Session = request.state.session
+        html = self.env.get_template(template).render(request=request, csrf=session.csrf, **ctx)
+        return HTMLResponse(html, status_code=status_code, headers={"Content-Security-Policy": CSP})
+
+    def close(self) -> None:
+        for s in self.sessions.all():
+            for game in list(s.games.values()):
+                game.human.abandon("the server stopped")
+        for s in self.sessions.all():
+            for game in list(s.games.values()):
+                game.done.wait(timeout=5)
+        self.stores.close()
+        self.pools.close()
+
+
+def _num(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, bool) or isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def web_state(request: Request) -> WebState:
+    return request.app.state.web  # type: ignore[no-any-return]
