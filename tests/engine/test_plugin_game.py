@@ -18,13 +18,12 @@ PLUGIN = Path(__file__).parent.parent / "plugins" / "coinflip"
 
 
 def test_an_entry_point_game_plays_end_to_end(tmp_path):
-    (tmp_path / "models.yaml").write_text(yaml.safe_dump({"models": {"guesser": {
-        "backend": "scripted", "args": {"mode": "cycle", "texts": ["hmm", "GUESS: heads"]}}}}))
+    """The README's "write your own game" example, as shipped in tests/plugins/coinflip/."""
+    import shutil
+
+    for name in ("coins.yaml", "models.yaml"):
+        shutil.copy(PLUGIN / name, tmp_path / name)
     config = tmp_path / "coins.yaml"
-    config.write_text(yaml.safe_dump({
-        "game": "coinflip", "dataset": {"name": "coins", "args": {"n": 4}}, "models_file": "models.yaml",
-        "agents": {"g": {"role": "guesser", "model": "guesser"}},
-        "tournament": {"type": "self_play", "participants": ["g"]}}))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PLUGIN), os.environ.get("PYTHONPATH", "")])}
     run = subprocess.run([sys.executable, "-m", "sparring.cli", "run", str(config), "-o", str(tmp_path / "runs"),
                           "--run-name", "c", "--quiet"], capture_output=True, text=True, env=env, timeout=300)
@@ -35,3 +34,14 @@ def test_an_entry_point_game_plays_end_to_end(tmp_path):
     assert all(any(c["rejected"] for c in r["calls"]) for r in records)  # "hmm" was corrected
     stats = json.loads((tmp_path / "runs" / "c" / "report" / "stats.json").read_text())
     assert stats["counts"]["episodes"] == 4 and stats["ratings"]["n_comparisons"] == 0  # nobody to beat
+
+
+def test_the_readme_example_is_the_tested_plugin():
+    """Every file the README's "write your own game" section shows is the file this test runs."""
+    import re
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"<!-- file: (\S+) -->\n```\w*\n(.*?)```", readme, re.DOTALL)
+    assert len(blocks) >= 4
+    for path, text in blocks:
+        assert (PLUGIN / path).read_text(encoding="utf-8") == text, path
