@@ -146,3 +146,33 @@ def test_human_dond_dialogues_become_rows_in_our_prompts():
     rows = human_sft_rows("dond", data, limit=6)
     assert rows and all(r["meta"]["source"] == "human:dond" for r in rows)
     assert all(r["messages"][0]["role"] == "system" and r["messages"][-1]["role"] == "assistant" for r in rows)
+
+
+def test_human_nyu_debates_give_debater_rows_and_judge_rows_with_the_human_probabilities(tmp_path):
+    """NYU debate platform JSONL: the debaters' speeches become debater rows; the human judge's
+    final probabilities are the judge seat's verdict, so judge rows target it (soft, in meta)."""
+    import json
+
+    from sparring.train.export import ExportFilters
+    from sparring.train.export.human import human_sft_rows
+
+    story = "Mara lives in Dunmere. She keeps a copper kettle."
+    debate = {"storyTitle": "Kettle Story", "story": story, "question": "Where does Mara live?",
+              "answers": ["Dunmere", "Kelderby"], "debateId": "d1", "judge": "Jo", "isJudgeCorrect": True,
+              "turns": [{"role": "Debater", "index": 0, "text": "She lives in <quote>Dunmere</quote>."},
+                        {"role": "Debater", "index": 1, "text": "Kelderby, clearly."},
+                        {"role": "Judge", "text": "Why Dunmere?", "probabilities": [0.6, 0.4]},
+                        {"role": "Debater", "index": 0, "text": "Read the quote."},
+                        {"role": "Debater", "index": 1, "text": "It is fake."},
+                        {"role": "Judge", "text": "Decided.", "probabilities": [0.2, 0.8]}]}
+    path = tmp_path / "debates-readable.jsonl"
+    path.write_text(json.dumps(debate) + "\n")
+    debaters = human_sft_rows("nyu", path)
+    speeches = [m["content"] for r in debaters for m in r["messages"] if m["role"] == "assistant"]
+    assert "Kelderby, clearly." in " ".join(speeches) and "Read the quote." in " ".join(speeches)
+    judges = human_sft_rows("nyu", path, ExportFilters(role="judge"))
+    assert len(judges) == 1
+    probs = judges[0]["meta"]["probabilities"]
+    assert sorted(probs.values()) == pytest.approx([0.2, 0.8])
+    target = judges[0]["messages"][-1]["content"]
+    assert max(probs, key=probs.get) in target  # the human judge's verdict (0.8 on the second answer)

@@ -42,16 +42,26 @@ def human_records(source: HumanSource, path: str | Path, *, split: str = "all", 
 
         debates = nyu_transcripts(path, split=split, formats=["debate"])[: limit or None]
         replay = ReplayModel.from_records(debates, name="human", duplicates="first")
-        # The human debaters' speeches are replayed; the judge seat only has to close the episode
-        # (debater rows are what this exports), so a uniform scripted judge sits there.
+        # The human debaters' speeches are replayed, and the judge seat gives the human judge's final
+        # probabilities as its verdict: judge rows (`role: judge`) then target the human verdict,
+        # with the probabilities in their meta (a debate without them gets a uniform verdict).
         config = {
             "name": "human-nyu", "game": "debate",
             "game_args": {"format": "debate", "rounds": rounds, "assignment": "fixed"},
             "dataset": {"name": "nyu_human_debates", "split": split, "args": {"path": str(path), "formats": ["debate"]}},
             "agents": {"human": {"role": "debater", "model": "human"},
-                       "judge": {"role": "judge", "model": "closing-judge"}},
+                       "judge": {"role": "judge", "model": "human-judge"}},
             "tournament": {"type": "self_play", "participants": ["human"], "judges": ["judge"]}}
-        extra = {"closing-judge": ScriptedModel("closing-judge", score_mode="uniform")}
+        verdicts = {d["instance_id"]: ev["probs"] for d in debates for ev in d["events"]
+                    if ev["tag"] == "verdict" and ev.get("probs")}
+
+        def human_judge(request: Any) -> list[float]:
+            probs = verdicts.get(request.context.get("instance_id"))
+            if not probs or len(request.options) != 2:
+                return [1.0] * len(request.options)
+            return [max(probs.get(side, 0.0), 1e-6) for side in ("Debater_A", "Debater_B")]
+
+        extra = {"human-judge": ScriptedModel("human-judge", score_mode="callable", score_function=human_judge)}
         keep = {d["instance_id"] for d in debates}
         with Arena.from_config(config, models={"human": replay, **extra}) as arena:
             records = arena.play([j for j in arena.jobs() if j.instance_id in keep])

@@ -3,6 +3,7 @@ conversation (the player's own replies are the assistant turns, the trained part
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -23,7 +24,8 @@ def sft_rows(records: Iterable[EpisodeRecord], filters: ExportFilters | None = N
 
 def verdict_rows(rec: EpisodeRecord, player: str, f: ExportFilters) -> list[dict[str, Any]]:
     """A judge's verdicts (scored, not generated) as SFT rows: the verdict prompt and, as the
-    answer, the option it gave most probability — or the correct option (`judge_target: correct`)."""
+    answer, the option it gave most probability — or the correct option (`judge_target: correct`);
+    `meta.probabilities` keeps the whole verdict (a soft target; the human judge's for NYU data)."""
     rows = []
     metrics = rec.outcome.metrics if rec.outcome else {}
     for call in rec.calls:
@@ -42,5 +44,8 @@ def verdict_rows(rec: EpisodeRecord, player: str, f: ExportFilters) -> list[dict
             target = call.options[max(range(len(lp)), key=lambda i: lp[i])]
         messages = [{"role": m.role, "content": m.content} for m in call.messages]
         messages.append({"role": "assistant", "content": f"{call.assistant_prefix}{target}"})
-        rows.append({"messages": messages, "meta": meta(rec, player, turns=1, target=f.judge_target)})
+        total = sum(math.exp(x) for x in call.logprobs)
+        probabilities = {o.strip(): math.exp(x) / total for o, x in zip(call.options, call.logprobs, strict=True)}
+        rows.append({"messages": messages, "meta": meta(rec, player, turns=1, target=f.judge_target,
+                                                        probabilities=probabilities)})
     return rows
