@@ -86,3 +86,25 @@ def test_two_grpo_steps_on_a_tiny_model(tmp_path):
     assert [p["step"] for p in curve] == [1, 2]
     assert (tmp_path / "out" / "adapter" / "adapter_config.json").is_file()
     assert "| 2 |" in report.read_text()
+
+
+def test_rollouts_of_a_single_player_game_score_the_learner_alone():
+    """Wordle (one player): the learner's guesses are its sequence (the game's feedback masked),
+    the reward is its quality score / 100."""
+    cfg = {"game": "wordle", "game_args": {"max_guesses": 6},
+           "dataset": {"name": "words", "split": "test", "limit": 2},
+           "agents": {"learner": {"role": "guesser", "model": "learner"}},
+           "tournament": {"type": "self_play", "participants": ["learner"]}}
+    tok = tiny_tokenizer()
+    apply_generation_markers(tok)
+    learner = ScriptedModel("learner", mode="callable", function="sparring.games.wordle.scripted:solver")
+    with Arena.from_config(cfg, models={"learner": learner}) as arena:
+        rollout = EpisodeRollout(arena, "learner", tok, num_generations=2)
+        rows = prompt_rows(sorted(arena.instances)[:1], [0])
+        records = arena.play(rollout.jobs([rows[0]["prompt"]] * 2))
+    player = next(iter(records[0].seats))
+    for rec in records:
+        assert rollout.reward(rec, player) == pytest.approx(rec.outcome.rewards[player])
+        assert rec.outcome.metrics["quality_score"] == pytest.approx(100 * rec.outcome.rewards[player])
+        seq = learner_sequence(rec, player, tok)
+        assert seq is not None and 1 in seq.env_mask and 0 in seq.env_mask  # guesses trained, feedback masked
