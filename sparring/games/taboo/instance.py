@@ -3,9 +3,7 @@ and clembench's `instances.json` layout for taboo."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import random
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +12,11 @@ from pydantic import Field, field_validator
 from sparring.config_io import strict_args
 from sparring.errors import ConfigError
 from sparring.games.base import DatasetConfig, Instance
+from sparring.games.splits import hash_split, select
 from sparring.types import Strict
 
 WORDS_FILE = Path(__file__).parent / "data" / "taboo_words.json"
 BANDS: tuple[str, ...] = ("high", "medium", "low")
-SPLITS: tuple[str, ...] = ("train", "val", "test")
 # A small list: larger val / test shares than usual, so an evaluation has ~30 words.
 FRACTIONS: dict[str, float] = {"train": 0.6, "val": 0.2, "test": 0.2}
 
@@ -40,13 +38,7 @@ class TabooInstance(Instance):
 
 def word_split(word: str, salt: str = "taboo") -> str:
     """Deterministic split by the target word (the same word is in one split on every machine)."""
-    h = int.from_bytes(hashlib.sha256(f"{salt}:{word.strip().lower()}".encode()).digest()[:8], "big") / 2**64
-    acc = 0.0
-    for name in SPLITS:
-        acc += FRACTIONS[name]
-        if h < acc:
-            return name
-    return SPLITS[-1]
+    return hash_split(word, FRACTIONS, salt)
 
 
 class WordsArgs(Strict):
@@ -75,18 +67,6 @@ def _instance(id: str, target: str, taboo: list[str], band: str | None, **meta: 
                          metadata={"split": word_split(target), **meta})
 
 
-def _select(items: list[TabooInstance], split: str | None, limit: int | None, seed: int | None,
-            shuffle: bool) -> list[TabooInstance]:
-    if split is not None:
-        if split not in SPLITS:
-            raise ConfigError(f"dataset.split must be one of {', '.join(SPLITS)}, got {split!r}")
-        items = [i for i in items if i.metadata["split"] == split]
-    if shuffle:
-        items = items[:]
-        random.Random(seed or 0).shuffle(items)
-    return items[:limit] if limit else items
-
-
 def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -111,13 +91,13 @@ def load_taboo_instances(dataset: DatasetConfig, base_dir: Path) -> list[TabooIn
         if bad:
             raise ConfigError(f"dataset.args.bands: unknown band(s) {bad}; use {', '.join(BANDS)}")
         items = [i for i in shipped_instances() if a.bands is None or i.band in a.bands]
-        return _select(items, a.split, a.limit, a.seed, a.shuffle)
+        return select(items, a.split, a.limit, a.seed, a.shuffle)
     if dataset.name == "clembench":
         ca = strict_args(ClembenchArgs, merged)
         path = Path(ca.path).expanduser()
         if not path.is_absolute():
             path = base_dir / path
-        return _select(clembench_instances(path, ca.experiments), ca.split, ca.limit, ca.seed, ca.shuffle)
+        return select(clembench_instances(path, ca.experiments), ca.split, ca.limit, ca.seed, ca.shuffle)
     raise ConfigError(f"unknown taboo dataset {dataset.name!r}; use taboo_words or clembench")
 
 

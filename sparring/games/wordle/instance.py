@@ -4,7 +4,6 @@ and clembench's `instances.json` layout for wordle."""
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,8 @@ from pydantic import Field, field_validator
 from sparring.config_io import strict_args
 from sparring.errors import ConfigError
 from sparring.games.base import DatasetConfig, Instance
-from sparring.games.wordle.words import SPLITS, TARGETS_FILE, is_word_shape, read_words, word_split
+from sparring.games.splits import select
+from sparring.games.wordle.words import TARGETS_FILE, is_word_shape, read_words, word_split
 from sparring.types import Strict
 
 
@@ -63,18 +63,6 @@ def _instance(word: str, id: str | None = None, **meta: Any) -> WordleInstance:
     return WordleInstance(id=id or f"wordle-{w}", target=w, metadata={"split": word_split(w), **meta})
 
 
-def _select(items: list[WordleInstance], split: str | None, limit: int | None, seed: int | None,
-            shuffle: bool) -> list[WordleInstance]:
-    if split is not None:
-        if split not in SPLITS:
-            raise ConfigError(f"dataset.split must be one of {', '.join(SPLITS)}, got {split!r}")
-        items = [i for i in items if i.metadata["split"] == split]
-    if shuffle:
-        items = items[:]
-        random.Random(seed or 0).shuffle(items)
-    return items[:limit] if limit else items
-
-
 def load_wordle_instances(dataset: DatasetConfig, base_dir: Path) -> list[WordleInstance]:
     merged = {**dataset.args}
     for key in ("split", "limit", "seed"):
@@ -82,19 +70,19 @@ def load_wordle_instances(dataset: DatasetConfig, base_dir: Path) -> list[Wordle
             merged[key] = getattr(dataset, key)
     if dataset.name == "words":
         a = strict_args(WordsArgs, merged)
-        return _select([_instance(w) for w in read_words(TARGETS_FILE)], a.split, a.limit, a.seed, a.shuffle)
+        return select([_instance(w) for w in read_words(TARGETS_FILE)], a.split, a.limit, a.seed, a.shuffle)
     if dataset.name == "list":
         la = strict_args(ListArgs, merged)
         bad = [w for w in la.targets if not is_word_shape(w.strip())]
         if bad:
             raise ConfigError(f"dataset.args.targets: not five-letter words: {bad}")
-        return _select([_instance(w) for w in la.targets], la.split, la.limit, la.seed, False)
+        return select([_instance(w) for w in la.targets], la.split, la.limit, la.seed, False)
     if dataset.name == "clembench":
         ca = strict_args(ClembenchArgs, merged)
         path = Path(ca.path).expanduser()
         if not path.is_absolute():
             path = base_dir / path
-        return _select(_clembench(path, ca.experiments), ca.split, ca.limit, ca.seed, False)
+        return select(_clembench(path, ca.experiments), ca.split, ca.limit, ca.seed, False)
     raise ConfigError(f"unknown wordle dataset {dataset.name!r}; use words, list or clembench")
 
 

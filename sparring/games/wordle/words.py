@@ -3,15 +3,15 @@ answers into train / val / test by a hash of the word itself."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+
+from sparring.games.splits import hash_split
 
 DATA = Path(__file__).parent / "data"
 GUESSES_FILE = DATA / "wordle_guesses.txt"
 TARGETS_FILE = DATA / "wordle_targets.txt"
 WORD_LENGTH = 5
-SPLITS: tuple[str, ...] = ("train", "val", "test")
 FRACTIONS: dict[str, float] = {"train": 0.8, "val": 0.1, "test": 0.1}
 
 
@@ -30,14 +30,8 @@ def is_word_shape(word: str) -> bool:
 
 
 def word_split(word: str, salt: str = "wordle") -> str:
-    """Deterministic split of one answer (the same word is in the same split on every machine)."""
-    h = int.from_bytes(hashlib.sha256(f"{salt}:{word.lower()}".encode()).digest()[:8], "big") / 2**64
-    acc = 0.0
-    for name in SPLITS:
-        acc += FRACTIONS[name]
-        if h < acc:
-            return name
-    return SPLITS[-1]
+    """Deterministic split of one answer (the same word is in one split on every machine)."""
+    return hash_split(word, FRACTIONS, salt)
 
 
 @dataclass
