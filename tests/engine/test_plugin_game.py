@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 pytestmark = pytest.mark.slow  # two fresh interpreters
 
