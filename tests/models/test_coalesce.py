@@ -92,3 +92,9 @@ def test_scores_pass_through_and_an_inner_error_reaches_its_callers():
     with pytest.raises(RuntimeError, match="server gone"):
         broken.generate([req("hi")])
     assert broken.generate([]) == []
+
+
+def test_the_backend_hook_goes_through_the_same_batching():
+    model = Coalescing(ScriptedModel("m", mode="callable", function="sparring.models.scripted:echo"), window=0.0)
+    assert [c.text for c in model._generate([req("a"), req("b")])] == ["a", "b"]
+    assert model.batches == [2]
