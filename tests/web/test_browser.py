@@ -147,7 +147,8 @@ def test_play_dond_to_a_deal_and_judge_a_debate(server, page, tmp_path):
     form.locator('select[name="seat"]').select_option("Debater_B")
     form.get_by_role("button", name="Start").click()
     assert _settle(page) == "your_turn"
-    assert "Your answer:" in page.locator("#system-prompt").inner_text()  # the prompt variant varies
+    shown = page.locator("#system-prompt").inner_text()  # the prompt variant varies per game
+    assert "Your answer:" in shown or "You argue that the answer is:" in shown
     page.locator("#reply-text").fill("The story says so: <quote>lives in</quote>. My answer <b>stands</b>.")
     _shot(page, tmp_path, "web-play-debater.png")
     page.get_by_role("button", name="Send").click()
