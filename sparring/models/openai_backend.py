@@ -11,7 +11,10 @@ assistant_prefix:
   instruction to start the reply with the prefix, and the prefix is stripped from the reply if the
   model echoed it. Either way the returned text is only the continuation after the prefix.
 
-Scoring uses the top-k log-probabilities of one generated token; see `topk_scoring`.
+Scoring uses the top-k log-probabilities of one generated token; see `topk_scoring`. Without
+`supports_prefill`, a score request with an assistant prefix raises `PrefillNotSupported` before any
+HTTP call; agents then send `topk_scoring.instruction_request(req)` (the answer asked for in the
+instruction) instead.
 """
 
 from __future__ import annotations
@@ -176,8 +179,8 @@ class OpenAIModel(RemoteModel):
         for i, r in enumerate(requests):  # check every request before spending any HTTP call
             try:
                 plans.append(plan_options(r.options, r.assistant_prefix, prefill=self.args.supports_prefill))
-            except ScoringNotSupported as exc:
-                raise ScoringNotSupported(f"{self.what}: score request {i}: {exc}") from None
+            except ScoringNotSupported as exc:  # keep the kind: PrefillNotSupported has a remedy
+                raise type(exc)(f"{self.what}: score request {i}: {exc}") from None
         return self._run_all(lambda pair: self._score_one(*pair), list(zip(requests, plans, strict=True)))
 
     async def _score_one(self, req: ScoreRequest, plan: ScorePlan) -> list[float]:
@@ -194,8 +197,8 @@ class OpenAIModel(RemoteModel):
         resp, _ = await self._call(lambda c: self._create(c, kwargs))
         content = getattr(resp.choices[0].logprobs, "content", None)
         if not content:
-            raise BackendError(f"{self.what}: the server returned no logprobs for a scoring request; "
-                               "it may not support logprobs/top_logprobs (the judge can answer in text instead)")
+            raise ScoringNotSupported(f"{self.what}: the server returned no logprobs for a scoring request; it may "
+                                      "not support logprobs/top_logprobs (the judge can answer in text instead)")
         first = content[0]
         top = clean_top([(t.token, t.logprob) for t in (first.top_logprobs or [])] + [(first.token, first.logprob)])
         if not top:
