@@ -100,7 +100,7 @@ def print_summary(console: Console, s: dict[str, Any]) -> None:
     ]
     methods = s.get("verdict_methods") or {}
     if methods:  # how verdicts were obtained: scored (by prefix or instruction) or parsed from text
-        rows.insert(2, ("verdicts by method", ", ".join(f"{k} {v:,}" for k, v in methods.items())))
+        rows.insert(5, ("verdicts by method", ", ".join(f"{k} {v:,}" for k, v in methods.items())))
     for k, v in rows:
         table.add_row(k, v)
     console.print(table)
