@@ -175,13 +175,20 @@ class OpenAIModel(RemoteModel):
 
     # -- score ---------------------------------------------------------------------------------
     def _score(self, requests: list[ScoreRequest]) -> list[list[float]]:
-        plans = []
-        for i, r in enumerate(requests):  # check every request before spending any HTTP call
+        """A request that cannot be scored here fails alone, before any HTTP call, with its reason
+        in its place (PrefillNotSupported keeps its kind: its sender can ask by instruction);
+        the others of the batch are sent."""
+        out: list[Any] = [None] * len(requests)
+        todo: list[tuple[int, ScoreRequest, ScorePlan]] = []
+        for i, r in enumerate(requests):
             try:
-                plans.append(plan_options(r.options, r.assistant_prefix, prefill=self.args.supports_prefill))
-            except ScoringNotSupported as exc:  # keep the kind: PrefillNotSupported has a remedy
-                raise type(exc)(f"{self.what}: score request {i}: {exc}") from None
-        return self._run_all(lambda pair: self._score_one(*pair), list(zip(requests, plans, strict=True)))
+                todo.append((i, r, plan_options(r.options, r.assistant_prefix, prefill=self.args.supports_prefill)))
+            except ScoringNotSupported as exc:
+                out[i] = type(exc)(f"{self.what}: score request {i}: {exc}")
+        results = self._run_all(lambda item: self._score_one(item[1], item[2]), todo)
+        for (i, _, _), res in zip(todo, results, strict=True):
+            out[i] = res
+        return out
 
     async def _score_one(self, req: ScoreRequest, plan: ScorePlan) -> list[float]:
         messages = [{"role": m.role, "content": m.content} for m in req.messages]
