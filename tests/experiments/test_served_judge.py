@@ -81,3 +81,10 @@ def test_without_logprobs_the_judge_warns_once_and_reads_text_verdicts(llama, tm
     warnings = [r for r in caplog.records if "cannot score verdicts" in r.getMessage()]
     assert len(warnings) == 1 and "no logprobs" in warnings[0].getMessage()
     assert "verdicts by method │ generate 4" in " ".join(res.output.split())
+
+
+@pytest.mark.slow  # worker processes
+def test_workers_count_the_verdict_methods_of_their_episodes(llama, tmp_path):
+    res = served_quickstart(tmp_path, llama, "--workers", "2", "--no-report")
+    assert res.exit_code == 0, res.output
+    assert "verdicts by method │ score_instruction 8" in " ".join(res.output.split())
