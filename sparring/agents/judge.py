@@ -47,14 +47,13 @@ class JudgeConfig(TextAgentConfig):
 class Judge(TextAgent):
     Config = JudgeConfig
     config: JudgeConfig
+    # Why scoring was given up for the rest of the run (None while scoring is tried).
+    scoring_off: str | None = None
 
     def act(self, ctx: TurnContext) -> AgentGen:
         if ctx.spec.kind == "text":
             return (yield from super().act(ctx))
         return (yield from self.verdict(ctx))
-
-    # Why scoring was given up for the rest of the run (None while scoring is tried).
-    scoring_off: str | None = None
 
     def verdict(self, ctx: TurnContext) -> AgentGen:
         spec = ctx.spec

@@ -98,7 +98,6 @@ class DebateSection(ReportSection):
         return row
 
 
-
 def _mean(values: list[float | None]) -> float | None:
     known = [v for v in values if v is not None]
     return sum(known) / len(known) if known else None
