@@ -62,6 +62,11 @@ class ScoringNotSupported(BackendError):
     """The backend cannot return option log-probabilities; callers fall back to parsing text."""
 
 
+class PrefillNotSupported(ScoringNotSupported):
+    """The backend could score the options, but not as a continuation of an assistant prefix
+    (llama.cpp, TGI): callers move the prefix into the instruction and score again."""
+
+
 class ContextOverflowError(BackendError):
     """A prompt does not fit the model's context and the policy is to refuse it."""
 

@@ -8,6 +8,7 @@ batch across episodes without knowing anything about games or agents.
 
 from __future__ import annotations
 
+import logging
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Generator
@@ -18,8 +19,9 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from sparring.agents.lookahead import Lookahead
-from sparring.errors import EpisodeAbort
+from sparring.errors import EpisodeAbort, PrefillNotSupported
 from sparring.games.base import ActionSpec
+from sparring.models.topk_scoring import instruction_messages
 from sparring.prompts import PromptSet
 from sparring.registry import Registry
 from sparring.types import (
@@ -34,6 +36,7 @@ from sparring.types import (
     variant,
 )
 
+log = logging.getLogger(__name__)
 _MASK64 = (1 << 64) - 1
 AgentGen = Generator[list[ModelCall], list[Any], Any]
 
@@ -111,6 +114,9 @@ class Agent(ABC):
 
     def __init__(self, name: str, config: AgentConfig, sampling: Sampling, prompts: PromptSet):
         self.name, self.config, self.sampling, self.prompts = name, config, sampling, prompts
+        # Set once the model refused to continue an assistant prefix (PrefillNotSupported): for the
+        # rest of the run (agents live as long as their run) options are scored by instruction.
+        self.score_by_instruction = False
 
     @property
     def model(self) -> str:
@@ -144,6 +150,26 @@ class Agent(ABC):
         (res,) = yield [ModelCall(model=self.model, op="score", request=req,
                                   meta={"player": ctx.player, "tag": tag, "agent": self.name})]
         return res
+
+    def score_options(self, ctx: TurnContext, messages: list[Message], options: list[str], *, tag: str,
+                      prefix: str = "") -> AgentGen:
+        """Yield score calls; return (log-probs or the exception, method).
+
+        method "score": the options scored as the continuation of `prefix`. "score_instruction":
+        the model cannot continue a prefix (llama.cpp, TGI), so the prefix is dropped, the last user
+        turn asks for the bare option ("Answer with the letter only: A or B.") and the options are
+        scored as the reply's first token. The switch happens on the first refusal and holds for the
+        rest of the run (one log line), so later turns spend no refused call.
+        """
+        if not (prefix and self.score_by_instruction):
+            res = yield from self.score(ctx, messages, options, tag=tag, prefix=prefix)
+            if not (prefix and isinstance(res, PrefillNotSupported)):
+                return res, "score"
+            self.score_by_instruction = True
+            log.info("agent %r: model %r cannot continue the prefix %r; options are scored by asking for "
+                     "them in the instruction", self.name, self.model, prefix)
+        res = yield from self.score(ctx, instruction_messages(messages, options), options, tag=tag)
+        return res, "score_instruction"
 
 
 def gather(gens: list[AgentGen]) -> AgentGen:

@@ -1,12 +1,18 @@
 """Judge: asks questions / reasons in text, and gives a verdict as probabilities over options.
 
-Verdicts come from `Model.score` over the options (teacher-forced, calibrated). Backends that
-cannot score fall back to generating "OPTION | NN%" and parsing it; unparseable replies are
-retried and finally abort the episode as a recorded failure — never a silent 50/50.
+Verdicts come from `Model.score` over the options (teacher-forced, calibrated; by instruction on
+servers that cannot continue the verdict prefix, see `Agent.score_options`). When scoring fails
+for a reason a retry cannot fix (the backend cannot score, the server refuses logprobs), a judge
+with `verdict: auto` says so once (a warning) and gives every later verdict of the run by
+generating "OPTION | NN%" and parsing it; unparseable replies are retried and finally abort the
+episode as a recorded failure — never a silent 50/50. Each verdict records its `method` and, when
+scored, the probability `mass` its options held before normalisation.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 from typing import Literal
 
 from pydantic import Field
@@ -14,9 +20,22 @@ from pydantic import Field
 from sparring.agents.base import AgentGen, TurnContext, gather, register_agent
 from sparring.agents.text_agent import TextAgent, TextAgentConfig
 from sparring.choice import parse_choice, probs_from_logprobs
-from sparring.errors import EpisodeAbort, ScoringNotSupported
+from sparring.errors import BackendError, ContextOverflowError, EpisodeAbort, ScoringNotSupported
 from sparring.games.base import Action
 from sparring.types import Message, new
+
+log = logging.getLogger(__name__)
+# HTTP statuses of a scoring request that the same request would get again (the server rejects
+# logprobs or the endpoint): falling back is right; 401/403/429/5xx are not about scoring.
+_PERMANENT_STATUSES = frozenset({400, 404, 405, 422, 501})
+
+
+def scoring_unavailable(err: BaseException) -> bool:
+    """Whether a failed score call means this model cannot score (a retry would fail again)."""
+    if isinstance(err, ScoringNotSupported):
+        return True
+    return (isinstance(err, BackendError) and not isinstance(err, ContextOverflowError) and not err.retryable
+            and err.status in _PERMANENT_STATUSES)
 
 
 class JudgeConfig(TextAgentConfig):
@@ -28,6 +47,8 @@ class JudgeConfig(TextAgentConfig):
 class Judge(TextAgent):
     Config = JudgeConfig
     config: JudgeConfig
+    # Why scoring was given up for the rest of the run (None while scoring is tried).
+    scoring_off: str | None = None
 
     def act(self, ctx: TurnContext) -> AgentGen:
         if ctx.spec.kind == "text":
@@ -36,14 +57,20 @@ class Judge(TextAgent):
 
     def verdict(self, ctx: TurnContext) -> AgentGen:
         spec = ctx.spec
-        if self.config.verdict in ("auto", "score"):
-            res = yield from self.score(ctx, ctx.observation, spec.score_options or spec.options,
-                                        tag=spec.tag, prefix=spec.assistant_prefix)
+        mode = self.config.verdict
+        if mode == "score" or (mode == "auto" and self.scoring_off is None):
+            res, method = yield from self.score_options(ctx, ctx.observation, spec.score_options or spec.options,
+                                                        tag=spec.tag, prefix=spec.assistant_prefix)
             if not isinstance(res, BaseException):
                 probs = probs_from_logprobs(list(res), spec.options)
-                return new(Action, probs=probs, meta={"method": "score", "logprobs": list(res)})
-            if not (isinstance(res, ScoringNotSupported) and self.config.verdict == "auto"):
+                mass = sum(math.exp(v) for v in res)
+                return new(Action, probs=probs, meta={"method": method, "logprobs": list(res), "mass": mass})
+            if mode == "score" or not scoring_unavailable(res):
                 raise res
+            if self.scoring_off is None:  # one warning per judge and run, not one per verdict
+                self.scoring_off = f"{type(res).__name__}: {res}"
+                log.warning("judge %r (model %r) cannot score verdicts (%s); its verdicts in this run are read "
+                            "from generated text instead", self.name, self.model, self.scoring_off)
         messages = list(ctx.observation)
         if spec.fallback_instruction:
             messages.append(Message(role="user", content=spec.fallback_instruction))
@@ -85,4 +112,5 @@ class Panel(Judge):
         opts = ctx.spec.options
         mean = {o: sum(a.probs[o] for a in actions) / len(actions) for o in opts}
         votes = {j.name: a.probs for j, a in zip(self.judges, actions, strict=True)}
-        return Action(probs=mean, meta={"method": "panel", "votes": votes})
+        methods = {j.name: a.meta.get("method") for j, a in zip(self.judges, actions, strict=True)}
+        return Action(probs=mean, meta={"method": "panel", "votes": votes, "vote_methods": methods})

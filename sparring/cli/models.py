@@ -109,17 +109,73 @@ def check(
             logprobs = model.score([score_req])[0]
         except ScoringNotSupported:
             console.print("score: this backend cannot score; callers parse generated answers")
+            console.print(f"judges: generate — verdicts are read from a generated '{JUDGE_SIDES[0]} | 70%'")
             return
         elapsed = time.perf_counter() - start
-        top = max(logprobs)
-        weights = [math.exp(lp - top) for lp in logprobs]
-        probs = [w / sum(weights) for w in weights]
-        shown = ", ".join(f"P({o})={p:.3f}" for o, p in zip(SCORE_OPTIONS, probs, strict=True))
-        mass = sum(math.exp(lp) for lp in logprobs)
+        shown, mass = _shown(SCORE_OPTIONS, logprobs)
         console.print(f"score: {SCORE_PROMPT!r} -> {shown} ({elapsed:.2f} s; the options hold "
                       f"{mass:.1%} of the model's probability before normalisation)")
+        _print_judge_route(console, model)
     finally:
         model.close()
+
+
+# A debate verdict in miniature: the shipped judge prompts score " A"/" B" after "Answer:".
+JUDGE_PROMPT = "Question: What colour is a clear daytime sky?\nA: blue\nB: green\n\nWhich answer is correct? Reply with A or B."
+JUDGE_OPTIONS = [" A", " B"]
+JUDGE_PREFIX = "Answer:"
+JUDGE_SIDES = ("Debater_A", "Debater_B")
+
+
+def _shown(options: list[str], logprobs: list[float]) -> tuple[str, float]:
+    top = max(logprobs)
+    weights = [math.exp(lp - top) for lp in logprobs]
+    probs = [w / sum(weights) for w in weights]
+    return (", ".join(f"P({o.strip()})={p:.3f}" for o, p in zip(options, probs, strict=True)),
+            sum(math.exp(lp) for lp in logprobs))
+
+
+def judge_route(model) -> tuple[str, list[float] | None, str]:
+    """How a judge's verdict is obtained on `model`, tried as the judge does it: ("score", log-probs,
+    "") when the options are scored after the prefix "Answer:", ("score_instruction", log-probs, "")
+    when the model cannot continue a prefix and the letter is asked for in the instruction, or
+    ("generate", None, why) when it cannot score at all."""
+    from sparring.agents.judge import scoring_unavailable
+    from sparring.errors import BackendError, PrefillNotSupported
+    from sparring.models.topk_scoring import instruction_request
+    from sparring.types import Message, ScoreRequest
+
+    req = ScoreRequest(messages=[Message(role="user", content=JUDGE_PROMPT)], options=JUDGE_OPTIONS,
+                       assistant_prefix=JUDGE_PREFIX)
+    for method, request in (("score", req), ("score_instruction", instruction_request(req))):
+        try:
+            return method, model.score([request])[0], ""
+        except PrefillNotSupported:
+            continue  # the judge's next step: the letter asked for in the instruction
+        except BackendError as err:
+            if not scoring_unavailable(err):
+                raise
+            return "generate", None, str(err)
+    return "generate", None, "the model refused an instruction request without a prefix"
+
+
+def _print_judge_route(console, model) -> None:
+    from sparring.models.topk_scoring import answer_instruction
+
+    method, logprobs, why = judge_route(model)
+    if logprobs is None:
+        console.print(f"judges: generate — scoring a verdict failed ({why}); verdicts are read from a "
+                      f"generated '{JUDGE_SIDES[0]} | 70%'")
+        return
+    shown, mass = _shown(JUDGE_OPTIONS, logprobs)
+    low = " — low: the model seldom answers with the bare letter, so verdicts are less reliable" if mass < 0.5 else ""
+    if method == "score":
+        console.print(f"judges: score — verdicts are the probabilities of the letters A/B "
+                      f"continuing {JUDGE_PREFIX!r}: {shown} (the options hold {mass:.1%}){low}")
+    else:
+        console.print(f"judges: score_instruction — the model does not continue an assistant prefix, so judges "
+                      f"ask {answer_instruction(JUDGE_OPTIONS)!r} and score the first token of the reply from "
+                      f"top_logprobs: {shown} (the options hold {mass:.1%}){low}")
 
 
 PREFILL_PROMPT = "Count from one to six, separated by commas."

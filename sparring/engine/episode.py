@@ -176,6 +176,8 @@ class EpisodeDriver:
                 c.turn = self.moves
             self.moves += 1
             if fb.accepted:
+                if action.probs is not None:
+                    _mark_choice(mine, action, player)
                 self.turns[key] = self.turns.get(key, 0) + 1
                 return
             for c in mine:  # an invalid reply, corrected or aborting: never trained on
@@ -238,6 +240,19 @@ def _call_record(call: Any, res: Any, player: str) -> CallRecord:
     return new(CallRecord, player=call.meta.get("player", player), tag=call.meta.get("tag", ""),
                model=call.model, op=call.op, messages=req.messages, assistant_prefix=req.assistant_prefix,
                meta=meta, **fields)
+
+
+def _mark_choice(calls: list[CallRecord], action: Action, player: str) -> None:
+    """Record how an accepted choice (a verdict) was obtained — `score`, `score_instruction`,
+    `generate`... (a panel: each member's way) — on the player's last call of the turn, where run
+    summaries count them without knowing the game."""
+    votes = action.meta.get("vote_methods")
+    methods = [str(m) for m in votes.values()] if isinstance(votes, dict) and votes else \
+        [str(action.meta.get("method") or "unknown")]
+    for c in reversed(calls):
+        if c.player == player:
+            c.meta["verdict_methods"] = methods
+            return
 
 
 def _mark_candidates(calls: list[CallRecord], action: Action, player: str) -> None:

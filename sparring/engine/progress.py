@@ -98,6 +98,9 @@ def print_summary(console: Console, s: dict[str, Any]) -> None:
         ("model loading", f"{s.get('load_s', 0.0):.1f} s"),
         ("status", s["status"]),
     ]
+    methods = s.get("verdict_methods") or {}
+    if methods:  # how verdicts were obtained: scored (by prefix or instruction) or parsed from text
+        rows.insert(5, ("verdicts by method", ", ".join(f"{k} {v:,}" for k, v in methods.items())))
     for k, v in rows:
         table.add_row(k, v)
     console.print(table)

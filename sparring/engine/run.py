@@ -39,6 +39,7 @@ class _Session:
 
     def __init__(self) -> None:
         self.done = self.aborted = self.failed = self.skipped = 0
+        self.verdicts: dict[str, int] = {}  # how this session's verdicts were obtained (score, ...)
         self.started = time.time()
         self.load_s = 0.0
 
@@ -130,7 +131,7 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
                "skipped": session.skipped, "stored_done": counts["done"], "stored_failed": counts["failed"],
                "tokens": tokens, "tokens_per_s": tokens / max(wall, 1e-9),
                "episodes_per_s": (session.done + session.failed) / max(wall, 1e-9), "wall_s": wall,
-               "load_s": session.load_s,
+               "load_s": session.load_s, "verdict_methods": dict(sorted(session.verdicts.items())),
                "status": status, "run_dir": str(plan.run_dir)}
     if runner is not None and runner.errors:
         summary["worker_errors"] = list(runner.errors)
@@ -169,6 +170,8 @@ def _total(plan: Plan, first: list[EpisodeJob]) -> dict[str, int]:
 def _committer(store: RunStore, session: _Session, runner: EpisodeRunner, bar: RunProgress):
     def commit() -> None:
         for rec in store.commit():
+            for method in rec.verdict_methods:
+                session.verdicts[method] = session.verdicts.get(method, 0) + 1
             if rec.status == "failed":
                 session.failed += 1
             else:

@@ -11,7 +11,10 @@ assistant_prefix:
   instruction to start the reply with the prefix, and the prefix is stripped from the reply if the
   model echoed it. Either way the returned text is only the continuation after the prefix.
 
-Scoring uses the top-k log-probabilities of one generated token; see `topk_scoring`.
+Scoring uses the top-k log-probabilities of one generated token; see `topk_scoring`. Without
+`supports_prefill`, a score request with an assistant prefix raises `PrefillNotSupported` before any
+HTTP call; agents then send `topk_scoring.instruction_request(req)` (the answer asked for in the
+instruction) instead.
 """
 
 from __future__ import annotations
@@ -172,13 +175,20 @@ class OpenAIModel(RemoteModel):
 
     # -- score ---------------------------------------------------------------------------------
     def _score(self, requests: list[ScoreRequest]) -> list[list[float]]:
-        plans = []
-        for i, r in enumerate(requests):  # check every request before spending any HTTP call
+        """A request that cannot be scored here fails alone, before any HTTP call, with its reason
+        in its place (PrefillNotSupported keeps its kind: its sender can ask by instruction);
+        the others of the batch are sent."""
+        out: list[Any] = [None] * len(requests)
+        todo: list[tuple[int, ScoreRequest, ScorePlan]] = []
+        for i, r in enumerate(requests):
             try:
-                plans.append(plan_options(r.options, r.assistant_prefix, prefill=self.args.supports_prefill))
+                todo.append((i, r, plan_options(r.options, r.assistant_prefix, prefill=self.args.supports_prefill)))
             except ScoringNotSupported as exc:
-                raise ScoringNotSupported(f"{self.what}: score request {i}: {exc}") from None
-        return self._run_all(lambda pair: self._score_one(*pair), list(zip(requests, plans, strict=True)))
+                out[i] = type(exc)(f"{self.what}: score request {i}: {exc}")
+        results = self._run_all(lambda item: self._score_one(item[1], item[2]), todo)
+        for (i, _, _), res in zip(todo, results, strict=True):
+            out[i] = res
+        return out
 
     async def _score_one(self, req: ScoreRequest, plan: ScorePlan) -> list[float]:
         messages = [{"role": m.role, "content": m.content} for m in req.messages]
@@ -194,8 +204,8 @@ class OpenAIModel(RemoteModel):
         resp, _ = await self._call(lambda c: self._create(c, kwargs))
         content = getattr(resp.choices[0].logprobs, "content", None)
         if not content:
-            raise BackendError(f"{self.what}: the server returned no logprobs for a scoring request; "
-                               "it may not support logprobs/top_logprobs (the judge can answer in text instead)")
+            raise ScoringNotSupported(f"{self.what}: the server returned no logprobs for a scoring request; it may "
+                                      "not support logprobs/top_logprobs (the judge can answer in text instead)")
         first = content[0]
         top = clean_top([(t.token, t.logprob) for t in (first.top_logprobs or [])] + [(first.token, first.logprob)])
         if not top:

@@ -11,7 +11,8 @@ Rules (documented here because results depend on them):
   following word, so " A" and "A" are the same answer).
 - With prefill, the longest common prefix of the options (trimmed back to not end in whitespace)
   is appended to the assistant prefix; without prefill, options must already differ in their first
-  character and there must be no assistant prefix, else `ScoringNotSupported`.
+  character and there must be no assistant prefix, else `ScoringNotSupported` (`PrefillNotSupported`
+  for the prefix: callers then ask for the answer in the instruction, see `instruction_request`).
 - A top-k token counts for an option when it is a non-empty prefix of the option's remaining
   text; several matching tokens (e.g. "A" and " A") are added up (log-sum-exp).
 - An option absent from the top-k gets the floor
@@ -27,7 +28,8 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sparring.errors import BackendError, ScoringNotSupported
+from sparring.errors import BackendError, PrefillNotSupported, ScoringNotSupported
+from sparring.types import Message, ScoreRequest
 
 MIN_UNSEEN_MASS = 1e-9
 _MIN_LOGPROB = -1e4  # servers encode "-inf" as e.g. -9999.0; keep everything finite
@@ -54,9 +56,10 @@ def plan_options(options: list[str], assistant_prefix: str, *, prefill: bool) ->
     shared = os.path.commonprefix(stripped).rstrip()
     if not prefill:
         if assistant_prefix:
-            raise ScoringNotSupported(
+            raise PrefillNotSupported(
                 f"cannot score with assistant_prefix {assistant_prefix!r}: this server is not set up to "
-                "continue an assistant prefix (set supports_prefill: true for vLLM-like servers)")
+                "continue an assistant prefix (set supports_prefill: true for vLLM-like servers; agents "
+                "then ask for the answer in the instruction instead)")
         if shared:
             raise ScoringNotSupported(
                 f"cannot score options {options!r}: they share the leading text {shared!r}, so their first "
@@ -116,3 +119,32 @@ def option_logprobs(heads: list[str], top: list[tuple[str, float]]) -> list[floa
     n_missing = sum(1 for m in matched if not m)
     floor = floor_logprob(top, n_missing) if n_missing else 0.0
     return [_logsumexp(m) if m else floor for m in matched]
+
+
+def answer_instruction(options: list[str]) -> str:
+    """The instruction that replaces an assistant prefix: the reply must BE one of the options, so
+    its first generated token tells them apart ("Answer with the letter only: A or B.")."""
+    heads = [o.strip() for o in options]
+    listed = heads[0] if len(heads) == 1 else ", ".join(heads[:-1]) + " or " + heads[-1]
+    if all(len(h) == 1 and h.isalpha() for h in heads):
+        return f"Answer with the letter only: {listed}."
+    return f"Answer with only one of: {listed}. Write nothing else."
+
+
+def instruction_messages(messages: list[Message], options: list[str]) -> list[Message]:
+    """`messages` with the answer instruction added to the last user turn (or as a new one)."""
+    note = answer_instruction(options)
+    out = list(messages)
+    if out and out[-1].role == "user":
+        out[-1] = Message(role="user", content=f"{out[-1].content.rstrip()}\n\n{note}")
+    else:
+        out.append(Message(role="user", content=note))
+    return out
+
+
+def instruction_request(req: ScoreRequest) -> ScoreRequest:
+    """`req` for a backend that cannot continue its assistant prefix: the prefix is dropped and the
+    last user turn asks for the bare option instead; the options are scored from the first
+    generated token, so they must differ in their first character (" A"/" B" do)."""
+    return req.model_copy(update={"messages": instruction_messages(req.messages, req.options),
+                                  "assistant_prefix": ""})

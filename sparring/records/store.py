@@ -115,6 +115,8 @@ class Stored(NamedTuple):
     completion_tokens: int = 0
     error: str | None = None
     tree: str | None = None  # branched rollouts: the tree (job) id this leaf belongs to
+    # How each verdict of the episode was obtained (`verdict_methods` the engine marks on calls).
+    verdict_methods: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, record: EpisodeRecord, redact: Redactor | None = None) -> Stored:
@@ -130,7 +132,8 @@ class Stored(NamedTuple):
         if redact is not None:
             line = redact(line)
         tree = record.tree.get("id") if record.tree else None
-        return cls(record.id, record.status, line.encode() + b"\n", tokens, record.error, tree)
+        methods = tuple(str(m) for c in record.calls for m in (c.meta.get("verdict_methods") or ()))
+        return cls(record.id, record.status, line.encode() + b"\n", tokens, record.error, tree, methods)
 
 
 Redactor = Callable[[str], str]

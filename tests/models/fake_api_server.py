@@ -4,11 +4,17 @@ FastAPI app served by uvicorn in a daemon thread on 127.0.0.1 with an OS-assigne
 program it: per-request latency, a queue of scripted failures (status codes with Retry-After,
 hangs longer than the client timeout, malformed JSON), the reply text and top-logprob tables.
 It records every request and the peak number of requests in flight at once.
+
+`Behaviour.drops_prefill` serves like llama-cpp-python's server (as observed in issue #29): it
+ignores `continue_final_message`, so a final assistant message is a finished turn and the reply a
+new one, and it answers with a toy chat model's first-token log-probabilities (`toy_table`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import math
 import socket
 import threading
@@ -60,6 +66,9 @@ class Behaviour:
     require_key: str | None = None
     # Serve one request at a time, like llama.cpp's server: the others wait in the server's queue.
     serial: bool = False
+    # Like llama-cpp-python's server: ignore continue_final_message and, unless `table` is set,
+    # answer from `toy_table` (a new assistant turn always opens after the messages).
+    drops_prefill: bool = False
 
 
 def _last_user_text(messages: list[dict[str, Any]]) -> str:
@@ -242,6 +251,8 @@ class FakeAPIServer:
         stops = [stops] if isinstance(stops, str) else stops
         max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
         table = b.table(body) if callable(b.table) else b.table
+        if table is None and b.drops_prefill:
+            table = toy_table(body.get("messages", []))
         top = sorted(table, key=lambda t: -t[1]) if table else []
         text, reason = _apply_limits(reply, max_tokens, stops)
         words = [w if i == 0 else " " + w for i, w in enumerate(text.split(" "))] if text else []
@@ -289,3 +300,31 @@ def log_softmax(table: list[tuple[str, float]]) -> list[tuple[str, float]]:
     m = max(v for _, v in table)
     z = m + math.log(sum(math.exp(v - m) for _, v in table))
     return [(t, v - z) for t, v in table]
+
+
+LETTER_PROMPT = "letter only"
+
+
+def toy_table(messages: list[dict[str, Any]]) -> list[tuple[str, float]]:
+    """First-token log-probabilities of a toy chat model behind a server that never continues a
+    final assistant message (a new turn always opens, whatever `continue_final_message` says).
+
+    Asked for "the letter only" in the last user turn, it answers "A" or "B" with 90% of the
+    mass, split by a hash of the whole conversation (different debates, different verdicts), the
+    rest on words; asked "yes or no", "yes"/"no" likewise. Anything else, including a conversation
+    that ends with an assistant message (a prefix it will not continue), starts a new reply with a
+    word, the letters far down the table.
+    """
+    last = messages[-1] if messages else {}
+    text = str(last.get("content", "")) if last.get("role") == "user" else ""
+    digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).digest()
+    share = 0.05 + 0.9 * digest[0] / 255
+    if LETTER_PROMPT in text:
+        pair = ("A", "B")
+    elif "yes or no" in text.lower():
+        pair = ("yes", "no")
+    else:
+        return [("Sure", math.log(0.6)), ("The", math.log(0.3)), ("I", math.log(0.09)),
+                (" A", math.log(0.004)), (" B", math.log(0.004))]
+    return [(pair[0], math.log(0.9 * share)), (pair[1], math.log(0.9 * (1 - share))),
+            ("The", math.log(0.06)), ("Answer", math.log(0.03))]

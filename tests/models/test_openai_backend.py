@@ -10,7 +10,13 @@ import time
 
 import pytest
 
-from sparring.errors import BackendError, ConfigError, ContextOverflowError, ScoringNotSupported
+from sparring.errors import (
+    BackendError,
+    ConfigError,
+    ContextOverflowError,
+    PrefillNotSupported,
+    ScoringNotSupported,
+)
 from sparring.models.base import BACKENDS
 from sparring.models.openai_backend import OpenAIModel
 from sparring.types import GenerateRequest, Message, Sampling, ScoreRequest
@@ -327,12 +333,20 @@ def test_score_moves_shared_prefix_into_prefill(api, make_model):
 def test_score_unsupported_cases_raise_before_any_request(api, make_model):
     model = make_model()  # no prefill
     with pytest.raises(ScoringNotSupported, match="Debater_"):
-        model.score([sreq(["A", "B"]), sreq(["Debater_A", "Debater_B"])])
-    with pytest.raises(ScoringNotSupported, match="assistant_prefix"):
+        model.score([sreq(["Debater_A", "Debater_B"])])
+    with pytest.raises(PrefillNotSupported, match="assistant_prefix"):
         model.score([sreq(["A", "B"], prefix="Answer:")])
     with pytest.raises(ScoringNotSupported, match="prefix of another"):
         make_model(supports_prefill=True).score([sreq(["A", "AB"])])
     assert api.requests == []
+
+
+def test_an_unscorable_request_fails_alone_in_its_batch(api, make_model):
+    """One agent still sending its prefix must not fail another's instruction request."""
+    api.behaviour.table = [("A", math.log(0.7)), ("B", math.log(0.2))]
+    ok, refused = make_model().score([sreq(["A", "B"]), sreq(["A", "B"], prefix="Answer:")])
+    assert isinstance(refused, PrefillNotSupported) and "score request 1" in str(refused)
+    assert ok == pytest.approx([math.log(0.7), math.log(0.2)]) and len(api.requests) == 1
 
 
 def test_score_without_server_logprobs_is_clear_error(api, make_model):

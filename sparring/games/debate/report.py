@@ -31,11 +31,14 @@ class DebateSection(ReportSection):
             "paired_agents": D.paired_agents(records, ctx.seed),
             "paired_formats": D.paired_formats(records, ctx.seed),
         }
-        methods: dict[str, int] = {}
+        methods: dict[str, list[float | None]] = {}
         for r in judged:  # how each verdict was obtained: scored options, a parsed probability, ...
-            method = str((D.m(r).get("verdict_meta") or {}).get("method") or "unknown")
-            methods[method] = methods.get(method, 0) + 1
-        out["verdict_methods"] = {k: {"n": v, "share": v / len(judged)} for k, v in sorted(methods.items())}
+            meta = D.m(r).get("verdict_meta") or {}
+            mass = meta.get("mass")  # scored verdicts: probability the options held before normalising
+            methods.setdefault(str(meta.get("method") or "unknown"), []).append(
+                float(mass) if isinstance(mass, int | float) else None)
+        out["verdict_methods"] = {k: {"n": len(v), "share": len(v) / len(judged), "mass": _mean(v)}
+                                  for k, v in sorted(methods.items())}
         chose = [D.m(r).get("chose_correct") for r in judged if D.fmt(r) == "open_debate"]
         chose = [c for c in chose if c is not None]
         if chose:  # open debate: how often the choosing debater picked the right answer (its own QA)
@@ -94,3 +97,7 @@ class DebateSection(ReportSection):
             row[f"words_{p}"] = w
         return row
 
+
+def _mean(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
