@@ -30,11 +30,13 @@ def _settings(method: str, config: Path | None, model: str | None, adapter: str 
 def _train(method: str, data: Path, output: Path, config, model, adapter, max_steps) -> None:
     from rich.console import Console
 
+    from sparring.train import distributed
     from sparring.train.trainers import train
 
     result = train(data, _settings(method, config, model, adapter, max_steps), output)
-    Console(soft_wrap=True).print(f"{method.upper()}: {result.rows} rows ({result.dropped} too long, dropped), "
-                                  f"{result.steps} steps, loss {result.loss:.4f} -> adapter {result.adapter}")
+    if distributed.is_main():  # under `accelerate launch`: one summary, not one per process
+        Console(soft_wrap=True).print(f"{method.upper()}: {result.rows} rows ({result.dropped} too long, dropped), "
+                                      f"{result.steps} steps, loss {result.loss:.4f} -> adapter {result.adapter}")
 
 
 @app.command("sft")

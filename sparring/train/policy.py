@@ -84,14 +84,15 @@ def lora_config(settings: TrainSettings) -> Any:
                       task_type="CAUSAL_LM")
 
 
-def save_adapter(model: Any, tokenizer: Any, out: str | Path) -> Path:
+def save_adapter(model: Any, tokenizer: Any, out: str | Path, state_dict: dict[str, Any] | None = None) -> Path:
     """Save only the trained adapter (`default`), never the frozen reference copy TRL adds, plus
-    the tokenizer; the hf backend loads the directory as an adapter on its base model."""
+    the tokenizer; the hf backend loads the directory as an adapter on its base model.
+    `state_dict`: the complete weights when the model's own are sharded (ZeRO-3)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     if hasattr(model, "peft_config"):
-        model.save_pretrained(str(out), selected_adapters=["default"])
+        model.save_pretrained(str(out), selected_adapters=["default"], state_dict=state_dict)
     else:
-        model.save_pretrained(str(out), safe_serialization=True)
+        model.save_pretrained(str(out), safe_serialization=True, state_dict=state_dict)
     tokenizer.save_pretrained(str(out))
     return out
