@@ -18,6 +18,7 @@ and no process group is created.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -71,6 +72,7 @@ def barrier() -> None:
 def _broadcast(obj: Any) -> Any:
     from accelerate.utils import broadcast_object_list
 
+    _state()  # first: accelerate's helpers would otherwise create a state that ignores CPU ranks
     box = [obj]
     broadcast_object_list(box, from_process=0)
     return box[0]
@@ -119,8 +121,28 @@ def preceding(items: list[T]) -> list[T]:
         return []
     from accelerate.utils import gather_object
 
+    _state()
     everyone = gather_object([items])
     return [x for part in everyone[: process_index()] for x in part]
+
+
+def shared_dataset(dataset: Any, directory: str | Path) -> Any:
+    """`dataset` backed by files in `directory` that every process sees. TRL caches DPO's
+    precomputed reference log-probs next to the dataset's files; an in-memory dataset puts them
+    in a per-process temporary directory, where the other processes cannot find them."""
+    if not launched():
+        return dataset
+    import datasets
+
+    directory = Path(directory)
+
+    def write() -> None:
+        if directory.exists():
+            shutil.rmtree(directory)
+        dataset.save_to_disk(str(directory))
+
+    on_main(write, f"saving the training rows to {directory}")
+    return datasets.load_from_disk(str(directory))
 
 
 def save_trained(trainer: Any, tokenizer: Any, out: str | Path) -> Path:

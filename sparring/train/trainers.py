@@ -16,7 +16,7 @@ from typing import Any
 
 from sparring.errors import SparringError
 from sparring.train.config import TrainSettings
-from sparring.train.distributed import save_trained
+from sparring.train.distributed import save_trained, shared_dataset
 from sparring.train.policy import load_policy, lora_config, use_cuda
 
 Rows = list[dict[str, Any]]
@@ -122,7 +122,8 @@ def train_dpo(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
     config = DPOConfig(**_common(settings, out), beta=d.beta, loss_type=d.loss_type,
                        precompute_ref_log_probs=d.soft)
     columns = ("prompt", "chosen", "rejected", "preference")
-    kwargs = {"model": model, "args": config, "train_dataset": _dataset(rows, columns),
+    dataset = shared_dataset(_dataset(rows, columns), out / "trainer" / "rows")  # one ref-log-prob cache
+    kwargs = {"model": model, "args": config, "train_dataset": dataset,
               "processing_class": tokenizer, "peft_config": lora_config(settings), "callbacks": callbacks}
     trainer = SoftPreferenceDPOTrainer(**kwargs, sft_weight=d.sft_weight) if d.soft else DPOTrainer(**kwargs)
     return _finish(trainer, model, tokenizer, out, len(rows), dropped)
