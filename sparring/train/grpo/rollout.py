@@ -31,7 +31,11 @@ class EpisodeRollout:
 
     def _learner_model(self, trainer: Any) -> Any:
         from sparring.models.hf import HFModel
+        from sparring.train.grpo.vllm_rollout import vllm_learner
 
+        served = vllm_learner(trainer, self.tokenizer, LEARNER)  # TRL's vLLM (use_vllm), weights synced
+        if served is not None:
+            return served
         model = trainer.accelerator.unwrap_model(trainer.model) if trainer is not None else None
         peft = getattr(model, "peft_config", None)
         default = "default" if isinstance(peft, dict) and "default" in peft else None

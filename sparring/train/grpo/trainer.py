@@ -19,6 +19,7 @@ from sparring.errors import SparringError
 from sparring.train import distributed
 from sparring.train.grpo.config import GRPOConfig
 from sparring.train.grpo.rollout import LEARNER, EpisodeRollout, episode_reward, prompt_rows
+from sparring.train.grpo.vllm_rollout import trl_vllm_args
 
 
 def load_grpo(name_or_path: str) -> tuple[GRPOConfig, str]:
@@ -76,7 +77,7 @@ def run_grpo(config: GRPOConfig, file: str = "<config>") -> Path:
                      num_generations=config.num_generations, max_steps=config.max_steps,
                      learning_rate=config.learning_rate, beta=config.beta, logging_steps=config.logging_steps,
                      save_strategy="no", report_to=[], seed=config.seed, bf16=cuda, use_cpu=not cuda,
-                     gradient_checkpointing=True)
+                     gradient_checkpointing=True, **trl_vllm_args(config.vllm))
     curve = out / "rewards.jsonl"
 
     class RewardLog(TrainerCallback):
