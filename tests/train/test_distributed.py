@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -149,6 +150,31 @@ def test_a_failure_on_the_main_process_stops_every_process_with_its_reason(tmp_p
     assert "rank 1 RankFailed iteration 1: play failed on the main process: RuntimeError: judge server unreachable" in out
 
 
+TRAIN_FAIL = '''
+from sparring.train import distributed
+
+def train():
+    if distributed.process_index() == 1:
+        raise RuntimeError("CUDA out of memory on rank 1")
+    distributed.barrier()  # rank 0 waits in a collective, as inside a training step
+
+distributed.everywhere(train, "iteration 1: train")
+'''
+
+
+@pytest.mark.slow
+def test_a_failure_inside_training_on_another_process_stops_the_main_one(tmp_path):
+    """Rank 1 dies while rank 0 waits in a collective: the launcher stops rank 0 and the run
+    fails, the reason in the log, instead of rank 0 waiting for the process-group timeout."""
+    script = tmp_path / "train_fail.py"
+    script.write_text(TRAIN_FAIL)
+    result = launch(tmp_path, [str(script)], watch=tmp_path, timeout=300)
+    assert result.returncode != 0
+    out = result.stdout + result.stderr
+    assert "RuntimeError: CUDA out of memory on rank 1" in out
+    assert "rank      : 1" in out  # torchrun's summary names the failed process
+
+
 @pytest.fixture
 def tiny(tmp_path):
     from sparring.models.tiny import save_tiny_model
@@ -202,6 +228,14 @@ def test_a_dpo_iteration_on_two_processes_plays_once_writes_once_and_trains_what
     assert all("/trainer/rows" in p for p in other), other[:5]
     assert any(p.endswith("state.json") for p in main) and any(p.endswith("adapter_config.json") for p in main)
     assert sorted(p.name for p in (tmp_path / "two" / "runs").iterdir()) == ["eval-1", "play-1"]
+
+    # The same command again resumes: every stage is done, nothing is played or trained twice.
+    adapter_file = Path(it["train"]["adapter"]) / "adapter_model.safetensors"
+    mtime = adapter_file.stat().st_mtime_ns
+    again = launch(tmp_path, ["scripts/run_iterative_dpo.py", "--configuration", str(two)], watch=tmp_path / "two")
+    assert again.returncode == 0, (again.stdout + again.stderr)[-6000:]
+    assert json.loads((tmp_path / "two" / "state.json").read_text())["iterations"]["1"] == it
+    assert adapter_file.stat().st_mtime_ns == mtime and "iteration 1: play" not in again.stdout
 
     # One process, same games, one batch of 4 pairs: the same episodes and the same adapter.
     config, file = load_loop(str(dpo_loop_config(tmp_path, tiny, "one", batch_size=4)))
@@ -264,6 +298,8 @@ def test_two_grpo_steps_on_two_processes(tmp_path, tiny):
     (tmp_path / "grpo.yaml").write_text(yaml.safe_dump(cfg))
     result = launch(tmp_path, ["scripts/run_grpo.py", "--configuration", str(tmp_path / "grpo.yaml")], watch=out)
     assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
+    losses = [float(x) for x in re.findall(r"'loss': '?([-+0-9.eEnaif]+)", result.stdout)]
+    assert len(losses) == 2 and all(math.isfinite(x) for x in losses), result.stdout[-3000:]
     curve = [json.loads(line) for line in (out / "rewards.jsonl").read_text().splitlines()]
     assert [p["step"] for p in curve] == [1, 2]  # logged once per step, by the main process
     assert all(math.isfinite(p["reward"]) for p in curve)
