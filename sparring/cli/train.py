@@ -30,11 +30,13 @@ def _settings(method: str, config: Path | None, model: str | None, adapter: str 
 def _train(method: str, data: Path, output: Path, config, model, adapter, max_steps) -> None:
     from rich.console import Console
 
+    from sparring.train import distributed
     from sparring.train.trainers import train
 
     result = train(data, _settings(method, config, model, adapter, max_steps), output)
-    Console(soft_wrap=True).print(f"{method.upper()}: {result.rows} rows ({result.dropped} too long, dropped), "
-                                  f"{result.steps} steps, loss {result.loss:.4f} -> adapter {result.adapter}")
+    if distributed.is_main():  # under `accelerate launch`: one summary, not one per process
+        Console(soft_wrap=True).print(f"{method.upper()}: {result.rows} rows ({result.dropped} too long, dropped), "
+                                      f"{result.steps} steps, loss {result.loss:.4f} -> adapter {result.adapter}")
 
 
 @app.command("sft")
@@ -66,11 +68,13 @@ def loop(configuration: str = typer.Argument(..., help="Loop config name (config
     """Iterative DPO: self-play, pairs, DPO, ALIAS@k, evaluation; resumable stage by stage."""
     from rich.console import Console
 
+    from sparring.train import distributed
     from sparring.train.loop import Loop, load_loop
 
     config, file = load_loop(configuration)
     report = Loop(config, file).run()
-    Console(soft_wrap=True).print(f"loop report: {report}")
+    if distributed.is_main():
+        Console(soft_wrap=True).print(f"loop report: {report}")
 
 
 @app.command("grpo")
@@ -78,10 +82,13 @@ def grpo(configuration: str = typer.Argument(..., help="GRPO config name (config
     """Online GRPO: the learner plays whole games through the engine; the outcome is the reward."""
     from rich.console import Console
 
+    from sparring.train import distributed
     from sparring.train.grpo.trainer import load_grpo, run_grpo
 
     config, file = load_grpo(configuration)
-    Console(soft_wrap=True).print(f"GRPO report: {run_grpo(config, file)}")
+    report = run_grpo(config, file)
+    if distributed.is_main():
+        Console(soft_wrap=True).print(f"GRPO report: {report}")
 
 
 def register(root: typer.Typer) -> None:

@@ -28,6 +28,7 @@ import yaml
 
 from sparring.config_io import load_yaml_model, read_yaml
 from sparring.errors import SparringError
+from sparring.train import distributed
 from sparring.train.loop_config import LoopConfig
 
 STAGES = ("play", "export", "train", "register", "evaluate")
@@ -47,6 +48,8 @@ class Loop:
 
     # -- bookkeeping ---------------------------------------------------------------------------
     def _save(self) -> None:
+        if not distributed.is_main():  # one process writes state.json; the others hold the same state
+            return
         tmp = self.state_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.state, indent=2, sort_keys=True))
         os.replace(tmp, self.state_path)
@@ -59,7 +62,7 @@ class Loop:
         if stage in it["done"]:
             return it.get(stage)
         self.console.print(f"[bold]iteration {k}: {stage}[/bold]")
-        it[stage] = fn(k)
+        it[stage] = distributed.stage(lambda: fn(k), all_ranks=stage == "train", what=f"iteration {k}: {stage}")
         it["done"].append(stage)
         self._save()
         return it[stage]
@@ -230,23 +233,24 @@ class Loop:
 
     # -- the loop ------------------------------------------------------------------------------
     def run(self) -> Path:
-        if not self.models_file.is_file():
+        self.state = distributed.from_main(self.state)
+        if distributed.is_main() and not self.models_file.is_file():
             user = read_yaml(self.config.models_file) if self.config.models_file else None
             models = dict((user or {}).get("models") or {})
             models[f"{self.config.alias}@base"] = self._base_entry()
             self._write_models({"models": models})
         if self.config.warm_start and "warm" not in self.state:
             self.console.print("[bold]warm start: SFT on human games[/bold]")
-            self.state["warm"] = self.warm()
+            self.state["warm"] = distributed.stage(self.warm, all_ranks=True, what="warm start")
             self._save()
         if "registered0" not in self.state:
-            self.register(0)
+            distributed.on_main(lambda: self.register(0), "register ALIAS@0")
             self.state["registered0"] = True
             self._save()
         for k in range(1, self.config.iterations + 1):
             for stage in STAGES:
                 self._stage(k, stage, getattr(self, stage))
-        return self.write_report()
+        return distributed.on_main(self.write_report, "the loop report")
 
     def write_report(self) -> Path:
         from sparring.train.loop_report import loop_report

@@ -46,6 +46,7 @@ def load_policy(settings: TrainSettings, trainable: bool = True) -> tuple[Any, A
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from sparring.models.bundled import offline_hf
+    from sparring.train.distributed import local_process_index
 
     source = resolve_base(settings.model)
     kwargs: dict[str, Any] = {"local_files_only": True}
@@ -56,6 +57,8 @@ def load_policy(settings: TrainSettings, trainable: bool = True) -> tuple[Any, A
 
             kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
                                                                bnb_4bit_compute_dtype=torch.bfloat16)
+            # 4-bit weights cannot be moved after loading: each process loads onto its own GPU
+            kwargs["device_map"] = {"": local_process_index()}
     elif settings.quantization:
         raise ConfigError("quantization (QLoRA) needs a CUDA GPU; remove it to train in full precision on CPU",
                           key="quantization")
@@ -84,14 +87,15 @@ def lora_config(settings: TrainSettings) -> Any:
                       task_type="CAUSAL_LM")
 
 
-def save_adapter(model: Any, tokenizer: Any, out: str | Path) -> Path:
+def save_adapter(model: Any, tokenizer: Any, out: str | Path, state_dict: dict[str, Any] | None = None) -> Path:
     """Save only the trained adapter (`default`), never the frozen reference copy TRL adds, plus
-    the tokenizer; the hf backend loads the directory as an adapter on its base model."""
+    the tokenizer; the hf backend loads the directory as an adapter on its base model.
+    `state_dict`: the complete weights when the model's own are sharded (ZeRO-3)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     if hasattr(model, "peft_config"):
-        model.save_pretrained(str(out), selected_adapters=["default"])
+        model.save_pretrained(str(out), selected_adapters=["default"], state_dict=state_dict)
     else:
-        model.save_pretrained(str(out), safe_serialization=True)
+        model.save_pretrained(str(out), safe_serialization=True, state_dict=state_dict)
     tokenizer.save_pretrained(str(out))
     return out

@@ -16,7 +16,8 @@ from typing import Any
 
 from sparring.errors import SparringError
 from sparring.train.config import TrainSettings
-from sparring.train.policy import load_policy, lora_config, save_adapter, use_cuda
+from sparring.train.distributed import save_trained, shared_dataset
+from sparring.train.policy import load_policy, lora_config, use_cuda
 
 Rows = list[dict[str, Any]]
 
@@ -75,10 +76,11 @@ def _dataset(rows: Rows, columns: tuple[str, ...]):
 
 def _finish(trainer: Any, model: Any, tokenizer: Any, out: Path, rows: int, dropped: int) -> TrainResult:
     result = trainer.train()
-    adapter = save_adapter(trainer.model if hasattr(trainer, "model") else model, tokenizer, out)
-    (out / "train_summary.json").write_text(json.dumps({
-        "rows": rows, "dropped_too_long": dropped, "steps": result.global_step,
-        "train_loss": result.training_loss}, indent=2), encoding="utf-8")
+    adapter = save_trained(trainer, tokenizer, out)  # complete under ZeRO-3, written by one process
+    if trainer.accelerator.is_main_process:
+        (out / "train_summary.json").write_text(json.dumps({
+            "rows": rows, "dropped_too_long": dropped, "steps": result.global_step,
+            "train_loss": result.training_loss}, indent=2), encoding="utf-8")
     return TrainResult(adapter=adapter, rows=rows, dropped=dropped, steps=result.global_step,
                        loss=result.training_loss)
 
@@ -120,7 +122,8 @@ def train_dpo(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
     config = DPOConfig(**_common(settings, out), beta=d.beta, loss_type=d.loss_type,
                        precompute_ref_log_probs=d.soft)
     columns = ("prompt", "chosen", "rejected", "preference")
-    kwargs = {"model": model, "args": config, "train_dataset": _dataset(rows, columns),
+    dataset = shared_dataset(_dataset(rows, columns), out / "trainer" / "rows")  # one ref-log-prob cache
+    kwargs = {"model": model, "args": config, "train_dataset": dataset,
               "processing_class": tokenizer, "peft_config": lora_config(settings), "callbacks": callbacks}
     trainer = SoftPreferenceDPOTrainer(**kwargs, sft_weight=d.sft_weight) if d.soft else DPOTrainer(**kwargs)
     return _finish(trainer, model, tokenizer, out, len(rows), dropped)

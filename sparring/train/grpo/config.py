@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
 from sparring.train.config import LoraSettings
 from sparring.types import Strict
+
+
+class VLLMSettings(Strict):
+    """TRL's vLLM integration for the learner's rollouts (GPUs; see `sparring/train/grpo/vllm_rollout.py`)."""
+
+    mode: Literal["server", "colocate"] = Field("server", description="server: `trl vllm-serve` on GPUs of its "
+                                                "own; colocate: a vLLM engine inside every training process")
+    server_base_url: str | None = Field(None, description="server mode: e.g. http://127.0.0.1:8000 "
+                                                          "(default: TRL's, port 8000)")
+    gpu_memory_utilization: float = Field(0.3, gt=0.0, le=1.0, description="colocate mode")
+    tensor_parallel_size: int = Field(1, ge=1, description="colocate mode")
+    max_model_length: int | None = Field(None, ge=16, description="vLLM's context window (colocate mode)")
+    enable_sleep_mode: bool = Field(False, description="colocate mode: free vLLM's memory during the optimizer step")
 
 
 class GRPOConfig(Strict):
@@ -28,3 +41,5 @@ class GRPOConfig(Strict):
     output_dir: str | None = None
     seed: int = 0
     logging_steps: int = 1
+    vllm: VLLMSettings | None = Field(None, description="learner rollouts on TRL's vLLM (GPU only); none: the "
+                                                        "trainer's own model generates")

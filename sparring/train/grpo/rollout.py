@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from sparring.engine.play import Arena
+from sparring.train import distributed
 from sparring.train.grpo.sequence import learner_sequence
 
 LEARNER = "learner"  # the model alias the learner agent's config names
@@ -30,20 +31,28 @@ class EpisodeRollout:
 
     def _learner_model(self, trainer: Any) -> Any:
         from sparring.models.hf import HFModel
+        from sparring.train.grpo.vllm_rollout import vllm_learner
 
+        served = vllm_learner(trainer, self.tokenizer, LEARNER)  # TRL's vLLM (use_vllm), weights synced
+        if served is not None:
+            return served
         model = trainer.accelerator.unwrap_model(trainer.model) if trainer is not None else None
         peft = getattr(model, "peft_config", None)
         default = "default" if isinstance(peft, dict) and "default" in peft else None
         return HFModel.from_objects(model, self.tokenizer, name=LEARNER, prefix_cache_mb=0,
                                     **({"default_adapter": default} if default else {}))
 
-    def jobs(self, prompts: list[Any]) -> list[Any]:
+    def jobs(self, prompts: list[Any], before: list[Any] | None = None) -> list[Any]:
         """One job per prompt entry. A prompt names its instance and the learner's seat (see
-        `prompt_rows`); copies of one prompt (a GRPO group) get different seeds."""
+        `prompt_rows`); copies of one prompt (a GRPO group) get different seeds. `before`: the
+        prompts of this step on the processes before this one (a group split over processes
+        continues their numbering, so every episode is played once, as by one process)."""
         from sparring.engine.schedule import derive_seed
 
         out: list[Any] = []
         seen: dict[tuple[str, int], int] = {}
+        for key in map(parse_prompt, before or []):
+            seen[key] = seen.get(key, -1) + 1
         for prompt in prompts:
             instance_id, seat = parse_prompt(prompt)
             key = (instance_id, seat)
@@ -61,7 +70,7 @@ class EpisodeRollout:
 
     def __call__(self, prompts: list[dict[str, Any]], trainer: Any = None) -> dict[str, Any]:
         self.arena.pool.add(LEARNER, self._learner_model(trainer))
-        jobs = self.jobs(prompts)
+        jobs = self.jobs(prompts, before=distributed.preceding(prompts))
         records = self.arena.play(jobs)
         self.calls += 1
         self.last_records = records

@@ -16,8 +16,10 @@ from typing import Any
 
 from sparring.config_io import load_yaml_model
 from sparring.errors import SparringError
+from sparring.train import distributed
 from sparring.train.grpo.config import GRPOConfig
 from sparring.train.grpo.rollout import LEARNER, EpisodeRollout, episode_reward, prompt_rows
+from sparring.train.grpo.vllm_rollout import trl_vllm_args
 
 
 def load_grpo(name_or_path: str) -> tuple[GRPOConfig, str]:
@@ -46,7 +48,7 @@ def run_grpo(config: GRPOConfig, file: str = "<config>") -> Path:
     from sparring.models.scripted import ScriptedModel
     from sparring.train.chat_templates import apply_generation_markers
     from sparring.train.config import TrainSettings
-    from sparring.train.policy import load_policy, lora_config, save_adapter, use_cuda
+    from sparring.train.policy import load_policy, lora_config, use_cuda
 
     out = Path(config.output_dir or Path(os.environ.get("SPARRING_RUNS_DIR") or "runs") / config.name)
     out.mkdir(parents=True, exist_ok=True)
@@ -67,17 +69,20 @@ def run_grpo(config: GRPOConfig, file: str = "<config>") -> Path:
     if not rows:
         raise SparringError(f"{file}: the experiment's dataset has no instances")
     per_step = config.prompts_per_step * config.num_generations
+    if per_step % distributed.world_size():  # a step's episodes are split over the processes
+        raise SparringError(f"{file}: prompts_per_step x num_generations = {per_step} episodes per step cannot be "
+                            f"split evenly over {distributed.world_size()} processes")
     cuda = use_cuda()
-    args = TRLConfig(output_dir=str(out / "trainer"), per_device_train_batch_size=per_step,
+    args = TRLConfig(output_dir=str(out / "trainer"), per_device_train_batch_size=per_step // distributed.world_size(),
                      num_generations=config.num_generations, max_steps=config.max_steps,
                      learning_rate=config.learning_rate, beta=config.beta, logging_steps=config.logging_steps,
                      save_strategy="no", report_to=[], seed=config.seed, bf16=cuda, use_cpu=not cuda,
-                     gradient_checkpointing=True)
+                     gradient_checkpointing=True, **trl_vllm_args(config.vllm))
     curve = out / "rewards.jsonl"
 
     class RewardLog(TrainerCallback):
         def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
-            if logs and "reward" in logs:
+            if logs and "reward" in logs and state.is_world_process_zero:
                 with open(curve, "a", encoding="utf-8") as f:
                     f.write(json.dumps({"step": state.global_step, "reward": logs["reward"],
                                         "reward_std": logs.get("reward_std")}) + "\n")
@@ -87,9 +92,9 @@ def run_grpo(config: GRPOConfig, file: str = "<config>") -> Path:
                           peft_config=lora_config(settings), rollout_func=rollout,  # type: ignore[arg-type]
                           callbacks=[RewardLog()])
     trainer.train()
-    save_adapter(trainer.model, tokenizer, out / "adapter")
+    distributed.save_trained(trainer, tokenizer, out / "adapter")
     arena.close()
-    return grpo_report(out, config)
+    return distributed.on_main(lambda: grpo_report(out, config), "the GRPO report")
 
 
 def grpo_report(out: Path, config: GRPOConfig) -> Path:
