@@ -120,14 +120,16 @@ class SoftPreferenceDPOTrainer(Trainer):
         kwargs.setdefault("data_collator", SoftPreferenceCollator(pad_token_id=tokenizer.pad_token_id))
         self.beta, self.sft_weight = beta, sft_weight
         self.preference_metrics: dict[str, list[float]] = defaultdict(list)
-        super().__init__(*args, train_dataset=dataset, **kwargs)
+        kwargs["train_dataset"] = dataset
+        super().__init__(*args, **kwargs)
         self.model_accepts_loss_kwargs = False  # same rule for transformers releases before 5
         self.train_dataset = self.with_reference_logps(dataset)
 
     @torch.no_grad()
     def with_reference_logps(self, dataset: Any) -> Any:
         """Add `ref_chosen_logps` / `ref_rejected_logps`: the starting policy's log-probs."""
-        model, was_training = self.model, self.model.training
+        model: Any = self.model
+        was_training = model.training
         model.eval()
         chosen: list[float] = []
         rejected: list[float] = []

@@ -11,7 +11,6 @@ import os
 import socket
 import threading
 import zipfile
-from pathlib import Path
 
 import pytest
 
