@@ -97,7 +97,7 @@ def completion_logps(model: Any, batch: dict[str, torch.Tensor]) -> tuple[torch.
     """(summed log-prob of each row's completion tokens, number of completion tokens), from logits."""
     logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], use_cache=False).logits
     targets = batch["input_ids"][:, 1:]
-    mask = batch["completion_mask"][:, 1:].to(logits.dtype if logits.is_floating_point() else torch.float32)
+    mask = batch["completion_mask"][:, 1:].float()
     per_token = -F.cross_entropy(logits[:, :-1].float().transpose(1, 2), targets, reduction="none")
     return (per_token * mask).sum(dim=1), mask.sum(dim=1)
 
