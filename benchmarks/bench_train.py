@@ -2,7 +2,8 @@
 """Training throughput on this machine, as ratios and tokens/s.
 
 1. Soft-preference DPO step time / plain TRL DPO (sigmoid) step time, same pairs, same model,
-   same LoRA (target <= 1.05: the soft loss reuses TRL's forward; only the loss differs).
+   same LoRA (target <= 1.05: one policy forward per step in both; the soft loss takes its
+   log-probs from the logits through public APIs, TRL's DPO through its own fused LM head).
 2. SFT and DPO tokens/s with LoRA (tokens of the rows a step trains on / the step's wall time).
 
     python benchmarks/bench_train.py                 # the bundled SmolLM2-135M (slow on a CPU)

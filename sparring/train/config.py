@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from sparring.types import Strict
 
@@ -24,6 +24,19 @@ class DPOSettings(Strict):
     beta: float = Field(0.1, gt=0.0)
     soft: bool = Field(False, description="soft-preference loss with the rows' `preference` targets (NYU smoothed DPO)")
     sft_weight: float = Field(0.0, ge=0.0, description="soft loss: alpha x the SFT loss on the chosen reply")
+
+    @model_validator(mode="after")
+    def _one_loss(self) -> DPOSettings:
+        # soft: true replaces TRL's losses entirely; a loss_type beside it would be silently ignored
+        if self.soft and "loss_type" in self.model_fields_set:
+            raise ValueError(
+                f"loss_type {self.loss_type} cannot be combined with soft: true — the soft-preference loss runs "
+                "(-p·log σ(βΔ) - (1-p)·log σ(-βΔ) on length-normalised log-ratios, + sft_weight x SFT) and "
+                "TRL's loss types are not used; remove loss_type, or set soft: false to train with TRL's loss types")
+        if not self.soft and self.sft_weight:
+            raise ValueError("sft_weight is a term of the soft-preference loss (soft: true); with TRL's loss types "
+                             "add 'sft' to loss_type instead")
+        return self
 
 
 class KTOSettings(Strict):

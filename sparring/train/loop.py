@@ -141,8 +141,12 @@ class Loop:
         if self.config.method == "sft" and self.config.export.cumulative:
             rows = [r for j in range(1, k + 1) for r in read_rows(self._it(j)["export"]["path"])]
         result = train(rows, settings, self.dir / f"iter-{k}" / "adapter")
+        from sparring.train.loop_report import preference_summary
+
+        if summary := preference_summary(result.metrics):
+            self.console.print(f"iteration {k} trained: {summary}")
         return {"adapter": str(result.adapter.resolve()), "rows": result.rows, "dropped": result.dropped,
-                "steps": result.steps, "loss": result.loss}
+                "steps": result.steps, "loss": result.loss, "metrics": result.metrics}
 
     def _base_entry(self) -> dict[str, Any]:
         """The base model as an `hf` models-file entry (a registry name or a model directory)."""

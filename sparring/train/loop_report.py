@@ -1,5 +1,6 @@
-"""The loop's report: a per-iteration table (pairs, DPO loss, win rates with CIs, judge accuracy)
-and a plot of the new policy's win rate against the base and the previous policy."""
+"""The loop's report: a per-iteration table (pairs, DPO loss, win rates with CIs, judge accuracy),
+the preference metrics of each DPO iteration (rewards, margins, pair accuracy, the soft-target
+floor), and plots of the new policy's win rate and of those metrics."""
 
 from __future__ import annotations
 
@@ -37,17 +38,83 @@ def loop_report(out_dir: Path, config: Any, state: dict[str, Any]) -> Path:
             vs_prev.append(prev_block["win_rate"] if prev_block else None)
     plot = _plot(out_dir, xs, vs_base, vs_prev)
     games = _game_rows(config, state)
+    preference = preference_rows(out_dir, config, state)
     text = "\n".join([
         f"# {'Iterative DPO' if config.method == 'dpo' else 'Self-play SFT'}: {config.name}", "",
         f"Base model `{config.train.model}`; adapters registered as `{config.alias}@k` in `{out_dir / 'models.yaml'}`.",
         "", "| iteration | DPO pairs | DPO loss | win rate vs base [95% CI] | vs previous | BT rating | "
         "judge accuracy | stages done |", "|---|---|---|---|---|---|---|---|", *rows, "",
         *([f"![win rate per iteration]({plot.name})", ""] if plot else []),
+        *preference,
         *games,
         "Win rates count the new policy's debates (both sides, judged by the configured judge) on the held-out "
         "evaluation questions; a tie counts half. Bradley–Terry ratings are on the Elo scale (anchor 1000).", ""])
     path = out_dir / "report.md"
     path.write_text(text, encoding="utf-8")
+    return path
+
+
+PREFERENCE_COLUMNS = (("loss", "loss"), ("soft/floor", "floor (entropy of p)"),
+                      ("rewards/chosen", "reward chosen"), ("rewards/rejected", "reward rejected"),
+                      ("rewards/margins", "margin"), ("rewards/accuracies", "pair accuracy"))
+
+
+def preference_summary(metrics: dict[str, float]) -> str | None:
+    """One console line for a DPO iteration's last logged step (None when it logged no rewards)."""
+    if "rewards/margins" not in metrics:
+        return None
+    return ", ".join(f"{label} {_fmt(metrics.get(key))}" for key, label in PREFERENCE_COLUMNS)
+
+
+def preference_rows(out_dir: Path, config: Any, state: dict[str, Any]) -> list[str]:
+    """DPO iterations: the last logged training step's loss, floor, rewards, margin and accuracy."""
+    lines, points = [], []
+    for k in range(1, config.iterations + 1):
+        metrics = ((state["iterations"].get(str(k)) or {}).get("train") or {}).get("metrics") or {}
+        if "rewards/margins" not in metrics:
+            continue
+        points.append((k, metrics))
+        lines.append(f"| {k} | " + " | ".join(_fmt(metrics.get(key)) for key, _ in PREFERENCE_COLUMNS) + " |")
+    if not lines:
+        return []
+    plot = _plot_preference(out_dir, points)
+    return ["## Preference training (last logged step of each iteration)", "",
+            "| iteration | " + " | ".join(label for _, label in PREFERENCE_COLUMNS) + " |",
+            "|---|" + "---|" * len(PREFERENCE_COLUMNS), *lines, "",
+            *([f"![preference metrics per iteration]({plot.name})", ""] if plot else []),
+            "Rewards are β x (log π − log π_ref) summed over the reply (as TRL logs them); the margin is chosen "
+            "minus rejected, pair accuracy the share of pairs whose chosen reward is higher. A soft-target loss "
+            "cannot go below the floor (the mean entropy of the targets p; 0 for hard labels), so read the loss "
+            "against the floor and watch margin and accuracy rise.", ""]
+
+
+def _plot_preference(out_dir: Path, points: list[tuple[int, dict[str, float]]]) -> Path:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 3.2))
+    FigureCanvasAgg(fig)
+    left, right = fig.subplots(1, 2)
+    xs = [k for k, _ in points]
+    for key, label in (("loss", "loss"), ("soft/floor", "floor (entropy of p)")):
+        ys = [m.get(key) for _, m in points]
+        if all(y is not None for y in ys):
+            left.plot(xs, ys, marker="o", label=label)
+    left.set_xlabel("iteration")
+    left.set_ylabel("nats")
+    left.legend(fontsize=8)
+    right.plot(xs, [m["rewards/margins"] for _, m in points], marker="o", label="margin")
+    right.set_xlabel("iteration")
+    right.set_ylabel("reward margin")
+    acc = right.twinx()
+    acc.plot(xs, [m.get("rewards/accuracies", float("nan")) for _, m in points], marker="s", color="C2",
+             label="pair accuracy")
+    acc.set_ylim(0, 1)
+    acc.set_ylabel("pair accuracy")
+    for ax in (left, right):
+        ax.set_xticks(xs)
+    path = out_dir / "preference_metrics.png"
+    fig.savefig(path, dpi=100, bbox_inches="tight")
     return path
 
 

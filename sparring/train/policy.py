@@ -87,6 +87,15 @@ def lora_config(settings: TrainSettings) -> Any:
                       task_type="CAUSAL_LM")
 
 
+def with_new_adapter(model: Any, config: Any) -> Any:
+    """Wrap `model` in a new trainable PEFT adapter (`config` None: returned as it is)."""
+    if config is None:
+        return model
+    from peft import get_peft_model
+
+    return get_peft_model(model, config)
+
+
 def save_adapter(model: Any, tokenizer: Any, out: str | Path, state_dict: dict[str, Any] | None = None) -> Path:
     """Save only the trained adapter (`default`), never the frozen reference copy TRL adds, plus
     the tokenizer; the hf backend loads the directory as an adapter on its base model.

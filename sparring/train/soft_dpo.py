@@ -1,31 +1,39 @@
-"""Soft-preference DPO (the NYU debate work's "smoothed DPO") as a small `DPOTrainer` subclass.
+"""Soft-preference DPO (the NYU debate work's "smoothed DPO") on transformers' public `Trainer` API.
 
     loss = −p·log σ(β·Δ) − (1−p)·log σ(−β·Δ) + α · SFT(chosen)
     Δ = (log π(c) − log π_ref(c)) / |c| − (log π(r) − log π_ref(r)) / |r|
 
 with length-normalised log-probabilities and the target p read per row from the `preference`
-column (a judge-derived probability that the chosen reply is better). Reference log-probs are
-precomputed by TRL (`precompute_ref_log_probs`); the policy forward is TRL's own, so a step costs
-what a plain DPO step costs (benchmarks/bench_train.py). Works at any per-device batch size.
+column (a judge-derived probability that the chosen reply is better).
+
+Why not a `DPOTrainer` subclass: TRL's DPO has no per-row soft labels, and reaching them meant
+private hooks (signature columns, its collator's module path, its fused LM head, extra forward
+kwargs) that change between TRL minor releases. Here everything is ours or public: our
+tokenisation of TRL's conversational preference rows, our collator (`data_collator`), log-probs
+from the model's logits, `remove_unused_columns=False`. The reference log-probs are computed once
+before the first step with the policy as it starts (a fresh LoRA adapter is zero, so that is the
+base; a continued adapter is the previous iteration; full fine-tuning: the initial weights), so
+no reference copy is kept in memory.
+
+Logged like TRL's DPO (`rewards/chosen|rejected|margins|accuracies`, `logps/*`) plus what a soft
+target needs to be read: `soft/floor` (mean entropy of p, the lowest loss the soft term can
+reach), `soft/loss_above_floor` and `soft/effective_beta` (β divided by the mean completion length).
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.nn.functional as F
-from trl import DPOTrainer
-from trl.trainer.dpo_trainer import DataCollatorForPreference
+from transformers import Trainer
 
+from sparring.errors import SparringError
 
-class SoftPreferenceCollator(DataCollatorForPreference):
-    """TRL's preference collator, keeping each row's soft target as a `preference` tensor."""
-
-    def torch_call(self, examples: list[dict[str, Any]]) -> dict[str, Any]:
-        out = super().torch_call(examples)
-        out["preference"] = torch.tensor([float(e.get("preference", 1.0)) for e in examples])
-        return out
+METRIC_KEYS = ("rewards/chosen", "rewards/rejected", "rewards/margins", "rewards/accuracies",
+               "soft/floor", "soft/loss_above_floor")
 
 
 def soft_preference_loss(policy_c: torch.Tensor, policy_r: torch.Tensor, ref_c: torch.Tensor, ref_r: torch.Tensor,
@@ -40,39 +48,130 @@ def soft_preference_loss(policy_c: torch.Tensor, policy_r: torch.Tensor, ref_c: 
     return loss
 
 
-class SoftPreferenceDPOTrainer(DPOTrainer):
-    """`DPOTrainer` with the soft-preference loss; needs `precompute_ref_log_probs=True`."""
+def target_entropy(preference: torch.Tensor) -> torch.Tensor:
+    """Entropy (nats) of the soft target p: the soft loss's minimum, reached when σ(βΔ) = p."""
+    p = preference.clamp(0.0, 1.0)
+    return -(torch.special.xlogy(p, p) + torch.special.xlogy(1 - p, 1 - p))  # 0·log 0 = 0: hard labels give 0
 
-    def __init__(self, *args: Any, sft_weight: float = 0.0, **kwargs: Any):
+
+def tokenize_pair(tokenizer: Any, row: dict[str, Any]) -> dict[str, Any]:
+    """Token ids of a conversational preference row: the prompt as the chat template renders it
+    with the assistant turn opened, then each reply's own tokens (what the model would generate)."""
+    prompt_text = tokenizer.apply_chat_template(row["prompt"], tokenize=False, add_generation_prompt=True)
+    out: dict[str, Any] = {"prompt_ids": tokenizer(prompt_text, add_special_tokens=False)["input_ids"],
+                           "preference": float(row.get("preference", 1.0))}
+    for side in ("chosen", "rejected"):
+        full = tokenizer.apply_chat_template(row["prompt"] + row[side], tokenize=False)
+        if not full.startswith(prompt_text):
+            raise SparringError(f"the chat template does not render the {side} reply after the prompt "
+                                "(it rewrites earlier turns); cannot train on this row")
+        out[f"{side}_ids"] = tokenizer(full[len(prompt_text):], add_special_tokens=False)["input_ids"]
+    return out
+
+
+@dataclass
+class SoftPreferenceCollator:
+    """Pads a batch as [chosen rows; rejected rows] with a mask over the completion tokens."""
+
+    pad_token_id: int
+
+    def __call__(self, examples: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        seqs = [(e["prompt_ids"], e[f"{side}_ids"]) for side in ("chosen", "rejected") for e in examples]
+        width = max(len(p) + len(c) for p, c in seqs)
+        ids = torch.full((len(seqs), width), self.pad_token_id, dtype=torch.long)
+        attention = torch.zeros((len(seqs), width), dtype=torch.long)
+        completion = torch.zeros((len(seqs), width), dtype=torch.long)
+        for i, (p, c) in enumerate(seqs):
+            ids[i, : len(p) + len(c)] = torch.tensor(list(p) + list(c), dtype=torch.long)
+            attention[i, : len(p) + len(c)] = 1
+            completion[i, len(p): len(p) + len(c)] = 1
+        batch = {"input_ids": ids, "attention_mask": attention, "completion_mask": completion,
+                 "preference": torch.tensor([float(e["preference"]) for e in examples])}
+        if "ref_chosen_logps" in examples[0]:
+            batch["ref_logps"] = torch.tensor([float(e[f"ref_{side}_logps"]) for side in ("chosen", "rejected")
+                                               for e in examples])
+        return batch
+
+
+def completion_logps(model: Any, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(summed log-prob of each row's completion tokens, number of completion tokens), from logits."""
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], use_cache=False).logits
+    targets = batch["input_ids"][:, 1:]
+    mask = batch["completion_mask"][:, 1:].float()
+    per_token = -F.cross_entropy(logits[:, :-1].float().transpose(1, 2), targets, reduction="none")
+    return (per_token * mask).sum(dim=1), mask.sum(dim=1)
+
+
+class SoftPreferenceDPOTrainer(Trainer):
+    """`Trainer` with the soft-preference loss. `train_dataset`: rows with `prompt`, `chosen`,
+    `rejected` (conversational) and `preference`; the args need `remove_unused_columns=False`."""
+
+    # compute_loss returns a per-batch mean: the Trainer must divide it by the accumulation steps
+    loss_is_scaled_for_ga = False
+
+    def __init__(self, *args: Any, beta: float = 0.1, sft_weight: float = 0.0, **kwargs: Any):
         config = kwargs.get("args")
-        if config is None or not config.precompute_ref_log_probs:
-            raise ValueError("SoftPreferenceDPOTrainer needs DPOConfig(precompute_ref_log_probs=True)")
         tokenizer = kwargs.get("processing_class")
-        if kwargs.get("data_collator") is None and tokenizer is not None:
-            kwargs["data_collator"] = SoftPreferenceCollator(pad_token_id=tokenizer.pad_token_id,
-                                                             max_length=config.max_length)
-        self.sft_weight = sft_weight
+        if config is None or config.remove_unused_columns or tokenizer is None:
+            raise ValueError("SoftPreferenceDPOTrainer needs args with remove_unused_columns=False and a "
+                             "processing_class (the tokenizer)")
+        rows = kwargs.pop("train_dataset")
+        dataset = rows.map(lambda r: tokenize_pair(tokenizer, r), remove_columns=rows.column_names)
+        kwargs.setdefault("data_collator", SoftPreferenceCollator(pad_token_id=tokenizer.pad_token_id))
+        self.beta, self.sft_weight = beta, sft_weight
+        self.preference_metrics: dict[str, list[float]] = defaultdict(list)
+        kwargs["train_dataset"] = dataset
         super().__init__(*args, **kwargs)
+        self.model_accepts_loss_kwargs = False  # same rule for transformers releases before 5
+        self.train_dataset = self.with_reference_logps(dataset)
 
-    def _set_signature_columns_if_needed(self) -> None:
-        super()._set_signature_columns_if_needed()
-        if self._signature_columns is not None and "preference" not in self._signature_columns:
-            self._signature_columns = [*self._signature_columns, "preference"]
+    @torch.no_grad()
+    def with_reference_logps(self, dataset: Any) -> Any:
+        """Add `ref_chosen_logps` / `ref_rejected_logps`: the starting policy's log-probs."""
+        model: Any = self.model
+        was_training = model.training
+        model.eval()
+        chosen: list[float] = []
+        rejected: list[float] = []
+        size = self.args.per_device_train_batch_size
+        for start in range(0, len(dataset), size):
+            batch = self.data_collator([dataset[i] for i in range(start, min(start + size, len(dataset)))])
+            batch = {k: v.to(self.args.device) for k, v in batch.items()}
+            logps, _ = completion_logps(model, batch)
+            c, r = logps.chunk(2)
+            chosen += c.tolist()
+            rejected += r.tolist()
+        model.train(was_training)
+        return dataset.add_column("ref_chosen_logps", chosen).add_column("ref_rejected_logps", rejected)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        completion_mask = inputs["completion_mask"]
-        shift_mask = completion_mask[..., 1:]
-        labels = inputs["input_ids"].masked_fill(completion_mask == 0, -100)
-        outputs = model(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"], labels=labels,
-                        use_cache=False, fused_lm_head=True)
-        per_token = outputs.log_probs[:, -shift_mask.size(1):]
-        logps = (per_token * shift_mask).sum(dim=1)
-        lengths = shift_mask.sum(dim=1).to(logps.dtype)
-        policy_c, policy_r = logps.chunk(2, dim=0)
-        len_c, len_r = lengths.chunk(2, dim=0)
-        ref_c = inputs["ref_chosen_logps"].to(logps.dtype)
-        ref_r = inputs["ref_rejected_logps"].to(logps.dtype)
+        logps, lengths = completion_logps(model, inputs)
+        policy_c, policy_r = logps.chunk(2)
+        len_c, len_r = lengths.chunk(2)
+        ref_c, ref_r = inputs["ref_logps"].to(logps.dtype).chunk(2)
         pref = inputs["preference"].to(logps.dtype)
-        loss = soft_preference_loss(policy_c, policy_r, ref_c, ref_r, len_c, len_r, pref, self.beta,
-                                    self.sft_weight).mean()
-        return (loss, outputs) if return_outputs else loss
+        rows = soft_preference_loss(policy_c, policy_r, ref_c, ref_r, len_c, len_r, pref, self.beta, self.sft_weight)
+        self.record_metrics(policy_c.detach(), policy_r.detach(), ref_c, ref_r, len_c, len_r, pref, rows.detach())
+        loss = rows.mean()
+        return (loss, {"logps": logps}) if return_outputs else loss
+
+    def record_metrics(self, policy_c, policy_r, ref_c, ref_r, len_c, len_r, pref, rows) -> None:
+        """TRL's DPO metrics (rewards = β x summed log-ratio) plus the soft target's floor."""
+        chosen, rejected = self.beta * (policy_c - ref_c), self.beta * (policy_r - ref_r)
+        floor = target_entropy(pref)
+        soft = soft_preference_loss(policy_c, policy_r, ref_c, ref_r, len_c, len_r, pref, self.beta)
+        values = {"rewards/chosen": chosen.mean(), "rewards/rejected": rejected.mean(),
+                  "rewards/margins": (chosen - rejected).mean(),
+                  "rewards/accuracies": (chosen > rejected).float().mean(),
+                  "logps/chosen": policy_c.mean(), "logps/rejected": policy_r.mean(),
+                  "soft/floor": floor.mean(), "soft/loss_above_floor": (soft - floor).mean(),
+                  "soft/effective_beta": self.beta / torch.cat([len_c, len_r]).clamp_min(1).mean()}
+        for key, value in values.items():
+            self.preference_metrics[key].append(float(value))
+
+    def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
+        """Add the preference metrics averaged since the last log (as TRL's trainers do)."""
+        if self.preference_metrics and "loss" in logs:
+            logs = {**logs, **{k: sum(v) / len(v) for k, v in self.preference_metrics.items()}}
+            self.preference_metrics.clear()
+        super().log(logs, *args, **kwargs)

