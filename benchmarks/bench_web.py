@@ -50,7 +50,7 @@ def main() -> None:
         size = (run / "episodes.jsonl").stat().st_size
         print(f"synthetic run: {args.episodes:,} episodes + {args.episodes // 100} failures, "
               f"{size / 1e6:.1f} MB of episodes.jsonl (built in {time.perf_counter() - t0:.1f} s)")
-        client = TestClient(create_app(runs))
+        client = TestClient(create_app(runs), base_url="http://127.0.0.1")
         client.get("/runs")  # session cookie, templates compiled
         cold, s1 = timed(client, "/runs/big")
         warm, s2 = timed(client, "/runs/big")

@@ -11,14 +11,20 @@ from fastapi.responses import HTMLResponse
 
 from sparring import __version__
 from sparring.records.index import IndexCache
+from sparring.web.catalog import RunCatalog
 from sparring.web.play import ConfigChoice, WebStores, config_choices
 from sparring.web.pools import SharedPools
 from sparring.web.sessions import Session, Sessions
 
 HERE = Path(__file__).parent
-# The app's own pages load nothing but its static files (reports, served as files, keep theirs).
+# The app's own pages load nothing but its static files.
 CSP = ("default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; "
        "frame-ancestors 'self'")
+# A report (and any file next to it) is a document the app did not write: no script runs, it
+# loads nothing from elsewhere, and `sandbox` gives it an origin of its own (no cookies, no
+# same-origin requests to the app), even when opened in a tab of its own.
+REPORT_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; "
+              "form-action 'none'; frame-ancestors 'self'; sandbox allow-popups")
 
 
 class WebState:
@@ -28,6 +34,7 @@ class WebState:
         self.runs_dir = runs_dir
         self.config_files = configs
         self.indexes = IndexCache()
+        self.catalog = RunCatalog(runs_dir)
         self.sessions = Sessions()
         self.stores = WebStores()
         self.pools = SharedPools()

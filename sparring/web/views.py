@@ -17,11 +17,12 @@ from typing import Any
 from sparring.records.record import CallRecord, EpisodeRecord
 from sparring.types import Message
 
-PUBLIC, EVERYTHING = "public", "everything"
+PUBLIC, EVERYTHING, REPLAY = "public", "everything", "replay"
 
 
 def view_names(rec: EpisodeRecord) -> list[str]:
-    return [PUBLIC, *rec.seats, EVERYTHING]
+    """The views of an episode; `replay` steps through the public events one at a time."""
+    return [PUBLIC, *(s for s in rec.seats if s not in (PUBLIC, EVERYTHING, REPLAY)), EVERYTHING, REPLAY]
 
 
 @dataclass

@@ -117,7 +117,7 @@ def test_sessions_are_isolated(app, client):
 
     url, csrf = _start(client, config="scripted-dond", opponent="polite")
     html = _page(client, url)
-    other = TestClient(app)  # another browser (no `with`: that would run the app's shutdown)
+    other = TestClient(app, base_url="http://127.0.0.1")  # another browser (no `with`: that would run the app's shutdown)
     assert other.get(url).status_code == 404
     assert other.get(f"{url}/state.json").status_code == 404
     other_csrf = csrf_of(other.get("/play").text)

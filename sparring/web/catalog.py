@@ -1,0 +1,118 @@
+"""The runs list of a runs directory, searched, sorted and cut into pages, cached.
+
+Why: a runs directory can hold 10,000 runs; reading every manifest and config on each visit would
+take seconds. Each run's row is re-read only when its manifest or config changes (their size and
+mtime), and the directory itself is listed again at most every `LIST_TTL_S` seconds, so a page
+is a filter over cached rows. Sorted orders are cached too, until the list changes.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sparring.records.files import CONFIG, EPISODES, FAILURES, MANIFEST
+from sparring.web.runs import PAGE_SIZES, RUN_SORTS, RunSummary, summarize
+
+LIST_TTL_S = 2.0
+_Key = tuple[int, int, int, int]
+
+_SORT_KEYS: dict[str, Any] = {
+    "created": lambda r: (r.created, r.name), "name": lambda r: r.name.lower(),
+    "status": lambda r: (r.status, r.name), "episodes": lambda r: (r.done, r.name),
+}
+
+
+def _stat(path: Path) -> tuple[int, int]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (-1, -1)
+    return (st.st_size, st.st_mtime_ns)
+
+
+@dataclass
+class RunsPage:
+    rows: list[RunSummary]
+    total: int  # runs matching the search
+    all: int  # runs in the directory
+    page: int
+    pages: int
+    per: int
+    sort: str
+    desc: bool
+    q: str
+
+
+class RunCatalog:
+    """Cached rows of every run directory directly under `runs_dir`."""
+
+    def __init__(self, runs_dir: Path):
+        self.runs_dir = runs_dir
+        self._rows: dict[str, tuple[_Key, RunSummary]] = {}
+        self._listed = float("-inf")
+        self._version = 0
+        self._orders: dict[str, tuple[int, list[RunSummary]]] = {}
+        self._lock = threading.Lock()
+
+    def _refresh(self) -> None:
+        rows: dict[str, tuple[_Key, RunSummary]] = {}
+        changed = False
+        try:
+            entries = list(os.scandir(self.runs_dir))
+        except OSError:
+            entries = []
+        for entry in entries:
+            name = entry.name
+            if name.startswith(".") or not entry.is_dir():  # is_dir follows a symlinked run directory
+                continue
+            path = Path(entry.path)
+            key = (*_stat(path / MANIFEST), *_stat(path / CONFIG))
+            if key == (-1, -1, -1, -1) and not ((path / EPISODES).exists() or (path / FAILURES).exists()):
+                continue  # not a run directory
+            cached = self._rows.get(name)
+            if cached is not None and cached[0] == key:
+                rows[name] = cached
+            else:
+                rows[name] = (key, summarize(path))
+                changed = True
+        if changed or rows.keys() != self._rows.keys():
+            self._version += 1
+        self._rows = rows
+
+    def runs(self) -> list[RunSummary]:
+        """Every run, newest first (the directory re-listed if the last listing is stale)."""
+        return self.ordered("created", True)
+
+    def ordered(self, sort: str, desc: bool) -> list[RunSummary]:
+        with self._lock:
+            now = time.monotonic()
+            if now - self._listed > LIST_TTL_S:
+                self._refresh()
+                self._listed = now
+            cached = self._orders.get(sort)
+            if cached is None or cached[0] != self._version:
+                rows = sorted((r for _, r in self._rows.values()), key=_SORT_KEYS[sort])
+                cached = self._orders[sort] = (self._version, rows)
+            return cached[1][::-1] if desc else cached[1]
+
+    def page(self, *, q: str = "", sort: str = "created", desc: bool | None = None, page: int = 1,
+             per: int = 50) -> RunsPage:
+        """One page of the runs whose name, experiment, game, status or models contain `q`."""
+        sort = sort if sort in RUN_SORTS else "created"
+        desc = (sort in ("created", "episodes")) if desc is None else desc
+        rows = self.ordered(sort, desc)
+        total_all = len(rows)
+        if q:
+            ql = q.lower()
+            rows = [r for r in rows if ql in r.name.lower() or ql in r.experiment.lower() or ql in r.game.lower()
+                    or ql in r.status.lower() or any(ql in m.lower() for m in r.models)]
+        per = per if per in PAGE_SIZES else 50
+        pages = max(1, -(-len(rows) // per))
+        page = min(max(1, page), pages)
+        return RunsPage(rows=rows[(page - 1) * per: page * per], total=len(rows), all=total_all, page=page,
+                        pages=pages, per=per, sort=sort, desc=desc, q=q)
