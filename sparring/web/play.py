@@ -276,7 +276,7 @@ def abandoned(record: EpisodeRecord) -> bool:
 def _arena(choice: ConfigChoice, role: str, pools: SharedPools, human: WebHuman) -> Arena:
     """The game's arena: the experiment resolved, its models and instances shared with the
     other games of the experiment, the person's seat (of `role`) played by `human`."""
-    cfg, path = config_from_data(web_config(choice, role), choice.path.parent / f"{choice.name}.yaml")
+    cfg, path = config_from_data(web_config(choice, role), choice.path.parent / f"{run_slug(choice.name)}.yaml")
     exp = resolve(cfg, path, extra_specs={HUMAN_MODEL: ModelSpec(name=HUMAN_MODEL, backend="injected")})
     pools.ensure(choice.name, exp.specs, skip=HUMAN_MODEL)
     instances = pools.instances(choice.name, lambda: load_instances(exp))
