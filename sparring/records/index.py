@@ -134,10 +134,10 @@ def _parse_summary(line: bytes) -> dict[str, Any] | None:
                     tail = json.loads(b"{" + line[tail_start + 1:])
                 except ValueError:
                     tail = None
-                if isinstance(tail, dict):
+                if isinstance(tail, dict):  # head and tail parse: the line is whole (not torn)
                     tail.pop("state", None)
                     obj.update(tail)
-            return obj
+                    return obj
     try:
         obj = json.loads(line)
     except ValueError:
@@ -191,14 +191,13 @@ def scan(path: Path, start: int = 0, first_line: int = 1) -> tuple[list[IndexEnt
     return entries, offset, line_no
 
 
-def torn_tail(path: Path, end: int) -> str | None:
-    """The warning for bytes after the last complete line (a line being written, or torn)."""
+def torn_tail(path: Path, end: int, line_no: int) -> str | None:
+    """The reader's warning for bytes after the last complete line (being written, or torn)."""
     try:
         size = os.stat(path).st_size
     except FileNotFoundError:
         return None
-    return f"{path.name}: {size - end} byte(s) after the last complete line (a torn last line?), not shown" \
-        if size > end else None
+    return torn_line(path.name, line_no) if size > end else None
 
 
 def summarize(path: Path, entries: list[IndexEntry]) -> int:
@@ -309,10 +308,16 @@ class RunIndex:
         """The reader's warning for every bad line found so far, and for a torn tail."""
         out = [e.problem for f in (self._episodes, self._failures) for e in f.entries if e.problem]
         for name, f in ((EPISODES, self._episodes), (FAILURES, self._failures)):
-            tail = torn_tail(self.run_dir / name, f.end)
+            tail = torn_tail(self.run_dir / name, f.end, f.next_line)
             if tail:
                 out.append(tail)
         return out
+
+    def flag(self, entry: IndexEntry, problem: str) -> None:
+        """A line found bad when read whole (its transcript): left out from now on."""
+        entry.flag(problem)
+        with self._lock:
+            self._rebuild()
 
     def bad_entry(self, episode_id: str) -> IndexEntry | None:
         """A flagged line with this id (its page says why it is not shown)."""

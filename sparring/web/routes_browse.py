@@ -156,9 +156,10 @@ def episode(request: Request, name: str, episode_id: str) -> Response:
         raise HTTPException(404, f"no episode {episode_id!r} in run {name!r}")
     try:
         rec = read_at(path / entry.file, entry.offset, entry.length)
-    except (OSError, ValueError) as e:  # pydantic's ValidationError is a ValueError
-        raise HTTPException(422, f"episode {episode_id!r} is not shown: {entry.file}:{entry.line_no} is not a "
-                                 f"valid record ({type(e).__name__})") from None
+    except (OSError, ValueError) as e:  # pydantic's ValidationError is a ValueError: the reader skips it too
+        problem = f"{entry.file}:{entry.line_no}: skipped unreadable record ({type(e).__name__})"
+        index.flag(entry, problem)
+        raise HTTPException(422, f"episode {episode_id!r} is not shown: {problem}") from None
     views = view_names(rec)
     view = request.query_params.get("view", PUBLIC)
     if view not in views:
