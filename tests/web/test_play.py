@@ -162,6 +162,8 @@ def test_debate_as_the_judge(client, runs_dir):
         assert r.status_code == 400 and "probability" in r.text, bad
     r = client.post(f"{url}/act", data={"csrf": csrf, "seq": seq, "probability": "70"}, follow_redirects=True)
     assert _status(r.text) == "complete"
+    line = re.search(r'<p id="outcome-line">([^<]*)</p>', r.text).group(1)
+    assert line.startswith("winner Debater_") and "· winner" not in line  # no stray separator
     (rec,) = list(iter_records(runs_dir / "web-scripted-debate"))
     assert rec.seats["Judge"].agent == "human"
     assert rec.outcome.metrics["probs"]["Debater_A"] == pytest.approx(0.7, abs=1e-6)
