@@ -269,6 +269,8 @@ class RunIndex:
         self.version = 0  # bumped whenever `entries` change (sorted orders are cached per version)
         self._orders: dict[str, tuple[int, list[IndexEntry]]] = {}
         self.positions: dict[str, int] = {}  # id -> place in `entries` (previous / next episode)
+        self._complete_version = -1
+        self._statuses: tuple[int, list[str]] = (-1, [])
 
     def refresh(self, background: bool = True) -> RunIndex:
         with self._lock:
@@ -339,8 +341,20 @@ class RunIndex:
 
     @property
     def complete(self) -> bool:
-        """Whether every entry has its summary."""
-        return all(e.summarized for e in self.entries)
+        """Whether every entry has its summary (remembered per version: once true, it stays
+        true until new lines arrive)."""
+        if self._complete_version == self.version:
+            return True
+        version, done = self.version, all(e.summarized for e in self.entries)
+        if done:
+            self._complete_version = version
+        return done
+
+    def statuses(self) -> list[str]:
+        """The statuses present (all summaries needed; cached per version)."""
+        if self._statuses[0] != self.version:
+            self._statuses = (self.version, sorted({e.status for e in self.entries}))
+        return self._statuses[1]
 
     def summarize(self, entries: list[IndexEntry]) -> list[IndexEntry]:
         """Summaries of `entries` (bad lines found on the way are flagged and the index rebuilt
@@ -356,6 +370,8 @@ class RunIndex:
         return entries
 
     def summarize_all(self) -> RunIndex:
+        if self.complete:
+            return self
         with self._summary_lock:
             self.summarize(self.entries)
         return self

@@ -25,7 +25,6 @@ from sparring.web import routes_browse, routes_play
 from sparring.web.sessions import COOKIE
 from sparring.web.state import HERE, WebState
 
-
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 

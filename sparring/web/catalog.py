@@ -1,9 +1,11 @@
 """The runs list of a runs directory, searched, sorted and cut into pages, cached.
 
 Why: a runs directory can hold 10,000 runs; reading every manifest and config on each visit would
-take seconds. Each run's row is re-read only when its manifest or config changes (their size and
-mtime), and the directory itself is listed again at most every `LIST_TTL_S` seconds, so a page
-is a filter over cached rows. Sorted orders are cached too, until the list changes.
+take seconds. A row is read from the run's manifest (small JSON), again only when the run
+directory changes (its mtime: the store replaces the manifest atomically, so each update
+changes it); the config (YAML: game and models) only for the rows a page shows, or for every
+row once a search needs them. The directory is listed again at most every `LIST_TTL_S` seconds,
+so a page is a slice of a cached sorted order.
 """
 
 from __future__ import annotations
@@ -16,23 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from sparring.records.files import CONFIG, EPISODES, FAILURES, MANIFEST
-from sparring.web.runs import PAGE_SIZES, RUN_SORTS, RunSummary, summarize
+from sparring.web.runs import PAGE_SIZES, RUN_SORTS, RunSummary, add_config, summarize
 
 LIST_TTL_S = 2.0
-_Key = tuple[int, int, int, int]
+_Key = tuple[int, int, int]
 
 _SORT_KEYS: dict[str, Any] = {
     "created": lambda r: (r.created, r.name), "name": lambda r: r.name.lower(),
     "status": lambda r: (r.status, r.name), "episodes": lambda r: (r.done, r.name),
 }
-
-
-def _stat(path: Path) -> tuple[int, int]:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return (-1, -1)
-    return (st.st_size, st.st_mtime_ns)
 
 
 @dataclass
@@ -68,18 +62,22 @@ class RunCatalog:
             entries = []
         for entry in entries:
             name = entry.name
-            if name.startswith(".") or not entry.is_dir():  # is_dir follows a symlinked run directory
+            try:
+                if name.startswith(".") or not entry.is_dir():  # is_dir follows a symlinked run directory
+                    continue
+                st = entry.stat()
+            except OSError:
                 continue
-            path = Path(entry.path)
-            key = (*_stat(path / MANIFEST), *_stat(path / CONFIG))
-            if key == (-1, -1, -1, -1) and not ((path / EPISODES).exists() or (path / FAILURES).exists()):
-                continue  # not a run directory
+            key = (st.st_ino, st.st_mtime_ns, st.st_size)
             cached = self._rows.get(name)
             if cached is not None and cached[0] == key:
                 rows[name] = cached
-            else:
-                rows[name] = (key, summarize(path))
-                changed = True
+                continue
+            path = Path(entry.path)
+            if not any((path / f).exists() for f in (MANIFEST, CONFIG, EPISODES, FAILURES)):
+                continue  # not a run directory
+            rows[name] = (key, summarize(path, config=False))
+            changed = True
         if changed or rows.keys() != self._rows.keys():
             self._version += 1
         self._rows = rows
@@ -108,11 +106,18 @@ class RunCatalog:
         rows = self.ordered(sort, desc)
         total_all = len(rows)
         if q:
+            for r in rows:  # a search covers game and models: every config, read once
+                if not r.configured:
+                    add_config(r, self.runs_dir / r.name)
             ql = q.lower()
             rows = [r for r in rows if ql in r.name.lower() or ql in r.experiment.lower() or ql in r.game.lower()
                     or ql in r.status.lower() or any(ql in m.lower() for m in r.models)]
         per = per if per in PAGE_SIZES else 50
         pages = max(1, -(-len(rows) // per))
         page = min(max(1, page), pages)
-        return RunsPage(rows=rows[(page - 1) * per: page * per], total=len(rows), all=total_all, page=page,
+        shown = rows[(page - 1) * per: page * per]
+        for r in shown:
+            if not r.configured:
+                add_config(r, self.runs_dir / r.name)
+        return RunsPage(rows=shown, total=len(rows), all=total_all, page=page,
                         pages=pages, per=per, sort=sort, desc=desc, q=q)

@@ -96,7 +96,7 @@ def test_runs_list_is_cached_and_sees_new_runs(client, runs_dir, monkeypatch):
     monkeypatch.setattr(catalog, "LIST_TTL_S", 0.0)
     calls = []
     real = catalog.summarize
-    monkeypatch.setattr(catalog, "summarize", lambda p: calls.append(p.name) or real(p))
+    monkeypatch.setattr(catalog, "summarize", lambda p, **kw: calls.append(p.name) or real(p, **kw))
     client.get("/runs")
     client.get("/runs")
     assert calls.count("big") <= 1  # unchanged runs are not read again

@@ -11,7 +11,6 @@ import re
 import time
 from pathlib import Path
 
-import pytest
 from conftest import csrf_of
 
 from sparring.records.reader import iter_records, read_run
