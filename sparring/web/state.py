@@ -24,7 +24,7 @@ CSP = ("default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'n
 # loads nothing from elsewhere, and `sandbox` gives it an origin of its own (no cookies, no
 # same-origin requests to the app), even when opened in a tab of its own.
 REPORT_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; "
-              "form-action 'none'; frame-ancestors 'self'; sandbox allow-popups")
+              "form-action 'none'; frame-ancestors 'self'; sandbox allow-popups allow-top-navigation-by-user-activation")
 
 
 class WebState:

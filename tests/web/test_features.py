@@ -115,3 +115,22 @@ def test_skip_link_and_favicon(client):
 def test_play_page_text_has_its_spaces(client):
     text = re.sub(r"<[^>]+>", "", client.get("/play").text)
     assert "As a negotiator, your seat" in text and "negotiatoryour" not in text
+
+
+def test_report_rows_link_to_the_episodes(client, runs_dir):
+    from urllib.parse import urljoin
+
+    from sparring.analysis.report import write_report
+
+    write_report(runs_dir / "big")
+    report = client.get("/runs/big/report/").text
+    links = re.findall(r'<a class="episodes" href="([^"]+)" target="_top">', report)
+    assert links, "no links to the episodes in the report"
+    agent_link = next(u for u in links if "q=" not in u)
+    page = client.get(urljoin("http://127.0.0.1/runs/big/report/", agent_link.replace("&amp;", "&")))
+    assert page.status_code == 200 and "<h1>big</h1>" in page.text
+    n = int(re.search(r"(\d+) episode\(s\)", page.text).group(1))
+    assert 0 < n < 123  # filtered to that agent's episodes
+    pair = next(u for u in links if "q=" in u)
+    page = client.get(urljoin("http://127.0.0.1/runs/big/report/", pair.replace("&amp;", "&")))
+    assert page.status_code == 200 and 0 < int(re.search(r"(\d+) episode\(s\)", page.text).group(1)) <= 123

@@ -67,7 +67,9 @@ def test_the_report_has_a_strict_csp_and_a_sandboxed_frame(client, runs_dir):
     csp = r.headers["content-security-policy"]
     assert "sandbox" in csp and "default-src 'none'" in csp and "script-src" not in csp
     page = client.get("/runs/big").text
-    assert '<iframe src="/runs/big/report/"' in page and 'sandbox="allow-popups"' in page
+    assert '<iframe src="/runs/big/report/"' in page
+    assert 'sandbox="allow-popups allow-top-navigation-by-user-activation"' in page
+    assert "allow-scripts" not in page and "allow-same-origin" not in page
 
 
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:8000", "127.0.0.1.evil.example", "10.0.0.7"])
