@@ -4,8 +4,9 @@ Why: a runs directory can hold 10,000 runs; reading every manifest and config on
 take seconds. A row is read from the run's manifest (small JSON), again only when the run
 directory changes (its mtime: the store replaces the manifest atomically, so each update
 changes it); the config (YAML: game and models) only for the rows a page shows, or for every
-row once a search needs them. The directory is listed again at most every `LIST_TTL_S` seconds,
-so a page is a slice of a cached sorted order.
+row once a search needs them. The directory is listed again when the listing is older than
+`LIST_TTL_S` seconds, in the background (the page is served from the last listing meanwhile;
+only the very first listing is waited for), so a page is a slice of a cached sorted order.
 """
 
 from __future__ import annotations
@@ -52,8 +53,20 @@ class RunCatalog:
         self._version = 0
         self._orders: dict[str, tuple[int, list[RunSummary]]] = {}
         self._lock = threading.Lock()
+        self._refresh_lock = threading.Lock()
+        self._refreshing = False
 
     def _refresh(self) -> None:
+        with self._refresh_lock:
+            rows, changed = self._list(self._rows)
+            with self._lock:
+                if changed or rows.keys() != self._rows.keys():
+                    self._version += 1
+                self._rows = rows
+                self._listed = time.monotonic()
+                self._refreshing = False
+
+    def _list(self, old: dict[str, tuple[_Key, RunSummary]]) -> tuple[dict[str, tuple[_Key, RunSummary]], bool]:
         rows: dict[str, tuple[_Key, RunSummary]] = {}
         changed = False
         try:
@@ -69,7 +82,7 @@ class RunCatalog:
             except OSError:
                 continue
             key = (st.st_ino, st.st_mtime_ns, st.st_size)
-            cached = self._rows.get(name)
+            cached = old.get(name)
             if cached is not None and cached[0] == key:
                 rows[name] = cached
                 continue
@@ -78,20 +91,15 @@ class RunCatalog:
                 continue  # not a run directory
             rows[name] = (key, summarize(path, config=False))
             changed = True
-        if changed or rows.keys() != self._rows.keys():
-            self._version += 1
-        self._rows = rows
-
-    def runs(self) -> list[RunSummary]:
-        """Every run, newest first (the directory re-listed if the last listing is stale)."""
-        return self.ordered("created", True)
+        return rows, changed
 
     def ordered(self, sort: str, desc: bool) -> list[RunSummary]:
+        if self._listed == float("-inf"):
+            self._refresh()  # the first listing: nothing to show before it
         with self._lock:
-            now = time.monotonic()
-            if now - self._listed > LIST_TTL_S:
-                self._refresh()
-                self._listed = now
+            if time.monotonic() - self._listed > LIST_TTL_S and not self._refreshing:
+                self._refreshing = True
+                threading.Thread(target=self._refresh, name="runs-catalog", daemon=True).start()
             cached = self._orders.get(sort)
             if cached is None or cached[0] != self._version:
                 rows = sorted((r for _, r in self._rows.values()), key=_SORT_KEYS[sort])

@@ -9,6 +9,7 @@ import io
 import json
 import re
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -101,7 +102,12 @@ def test_runs_list_is_cached_and_sees_new_runs(client, runs_dir, monkeypatch):
     client.get("/runs")
     assert calls.count("big") <= 1  # unchanged runs are not read again
     write_run(runs_dir / "newer", 1)
-    assert 'href="/runs/newer"' in client.get("/runs").text
+    for _ in range(100):  # a stale listing is served while the directory is listed again
+        if 'href="/runs/newer"' in client.get("/runs").text:
+            break
+        time.sleep(0.02)
+    else:
+        raise AssertionError("the new run never appeared")
 
 
 def test_skip_link_and_favicon(client):
