@@ -4,7 +4,7 @@ Why: a runs directory can hold 10,000 runs; reading every manifest and config on
 take seconds. A row is read from the run's manifest (small JSON), again only when the run
 directory changes (its mtime: the store replaces the manifest atomically, so each update
 changes it); the config (YAML: game and models) only for the rows a page shows, or for every
-row once a search needs them. The directory is listed again when the listing is older than
+row once a search needs them (read ahead in the background after each listing). The directory is listed again when the listing is older than
 `LIST_TTL_S` seconds, in the background (the page is served from the last listing meanwhile;
 only the very first listing is waited for), so a page is a slice of a cached sorted order.
 """
@@ -65,6 +65,13 @@ class RunCatalog:
                 self._rows = rows
                 self._listed = time.monotonic()
                 self._refreshing = False
+        if any(not r.configured for _, r in rows.values()):  # configs for searches, read ahead
+            threading.Thread(target=self._configure, args=(rows,), name="runs-configs", daemon=True).start()
+
+    def _configure(self, rows: dict[str, tuple[_Key, RunSummary]]) -> None:
+        for name, (_, r) in rows.items():
+            if not r.configured:
+                add_config(r, self.runs_dir / name)
 
     def _list(self, old: dict[str, tuple[_Key, RunSummary]]) -> tuple[dict[str, tuple[_Key, RunSummary]], bool]:
         rows: dict[str, tuple[_Key, RunSummary]] = {}
