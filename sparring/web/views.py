@@ -1,10 +1,11 @@
-"""The three views of an episode page, built from the record alone.
+"""The views of an episode page, built from the record alone.
 
 - public: the events everyone could see (`visible_to` is None) and the outcome;
 - a player's view: exactly the messages that player's model was shown, call by call (from the
   record's `calls`, never the events), each with the reply it gave; repeated context is folded;
 - everything: every event with its visibility, every call (judge reasoning, scratchpads,
-  rejected replies with their corrections, best-of-N candidates with their scores), the outcome.
+  rejected replies with their corrections, best-of-N candidates with their scores), the outcome;
+- replay: the public events one turn at a time (`step`), then the outcome.
 """
 
 from __future__ import annotations
