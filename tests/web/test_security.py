@@ -195,3 +195,13 @@ def test_bodies_the_forms_never_send_get_their_own_status(client):
     assert multi.status_code == 415 and "x-www-form-urlencoded" in multi.text
     assert _post(client, b'{"csrf": "x"}', "application/json").status_code == 415
     assert _post(client, b"csrf=nope&config=scripted-dond").status_code == 403  # still the CSRF check
+
+
+def test_a_run_folder_whose_name_is_not_utf8_is_listed_without_breaking_the_page(client, runs_dir):
+    bad = os.path.join(os.fsencode(runs_dir), b"old-run-\xff")
+    os.mkdir(bad)
+    with open(os.path.join(bad, b"manifest.json"), "w") as f:
+        f.write('{"status": "done"}')
+    r = client.get("/runs")
+    assert r.status_code == 200 and "old-run-\ufffd" in r.text and "not UTF-8" in r.text
+    assert 'href="/runs/big"' in r.text
