@@ -197,6 +197,21 @@ def test_downloads_replay_keyboard_and_phone_layout(server, page, tmp_path):
     (row,) = list(csv.DictReader(io.StringIO(Path(info.value.path()).read_text())))
     assert row["agent.Judge"] == "human" and row["status"] == "complete"
 
+    # the report, sandboxed in its frame, still shows and its rows lead to the episodes
+    from sparring.analysis.report import write_report
+
+    write_report(runs / "web-scripted-debate")
+    page.goto(f"{base}/runs/web-scripted-debate")
+    page.locator("details.report summary").click()
+    frame = page.frame_locator("details.report iframe")
+    assert "sparring report" in frame.locator("h1").inner_text()
+    assert frame.locator("img").count() == 0 or frame.locator("img").first.evaluate("i => i.naturalWidth") > 0
+    agent = frame.locator("a.episodes").first
+    name = agent.inner_text()
+    agent.click()
+    page.wait_for_url(f"**/runs/web-scripted-debate?agent={name}*")
+    assert page.locator("#episodes tbody tr").count() == 1
+
     # the replay, step by step, by keyboard-reachable links
     page.locator("#episodes tbody a").first.click()
     page.get_by_role("link", name="replay").click()
