@@ -73,8 +73,9 @@ def create_app(runs_dir: str | Path = "runs", *, configs: list[str | Path] | Non
     async def host_check(request: Request, call_next: Callable[[Request], Any]) -> Response:
         host = host_name(request.headers.get("host", ""))
         if "*" not in allowed and host not in allowed:
-            return PlainTextResponse(f"421 Misdirected Request: this server does not answer for host {host!r}; "
-                                     "start it with --allow-host NAME to accept that name", status_code=421)
+            return PlainTextResponse(f"421 Misdirected Request: this server does not answer for host {host[:100]!r}; "
+                                     "start it with --allow-host NAME to accept that name", status_code=421,
+                                     headers={"X-Content-Type-Options": "nosniff"})
         response: Response = await call_next(request)
         return response
 
