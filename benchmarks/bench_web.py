@@ -103,15 +103,17 @@ def runs_list(n: int) -> None:
         client = TestClient(create_app(runs), base_url="http://127.0.0.1")
         print(f"{n:,} run directories (made in {time.perf_counter() - t0:.1f} s)")
         cold, a = timed(client, "/runs")
-        time.sleep(LIST_TTL_S + 0.1)  # the listing is stale: re-listed, one stat per run
+        by_created, e = timed(client, "/runs?sort=created&page=2")
+        time.sleep(LIST_TTL_S + 0.1)  # the listing is stale: re-listed (in the background), one stat per run
         relist, b = timed(client, "/runs?sort=name&page=3")
         first_search, c = timed(client, "/runs?q=m3&page=2")
         search, d = timed(client, "/runs?q=exp-3&sort=episodes&page=2")
-        assert {a, b, c, d} == {200}, (a, b, c, d)
-        print(f"runs list, cold (every manifest read):             {cold:7.1f} ms")
-        print(f"runs list, sorted page 3 (directory re-listed):    {relist:7.1f} ms")
-        print(f"runs list, first search (every config read once):  {first_search:7.1f} ms")
-        print(f"runs list, another search, sorted, page 2:         {search:7.1f} ms")
+        assert {a, b, c, d, e} == {200}, (a, b, c, d, e)
+        print(f"runs list, first visit (one stat per run, the page's 50 rows read): {cold:7.1f} ms")
+        print(f"runs list, sorted by created (every manifest read once):            {by_created:7.1f} ms")
+        print(f"runs list, sorted by name, page 3, listing stale:                   {relist:7.1f} ms")
+        print(f"runs list, first search (every config read once, unless read ahead): {first_search:7.1f} ms")
+        print(f"runs list, another search, sorted by episodes, page 2:              {search:7.1f} ms")
 
 if __name__ == "__main__":
     main()

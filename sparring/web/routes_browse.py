@@ -70,7 +70,7 @@ def runs(request: Request) -> Response:
     state = web_state(request)
     qp = request.query_params
     desc = qp.get("desc")
-    listing = state.catalog.page(q=qp.get("q", "")[:200], sort=qp.get("sort", "created"),
+    listing = state.catalog.page(q=qp.get("q", "")[:200], sort=qp.get("sort", "updated"),
                                  desc=None if desc is None else desc in ("1", "true"),
                                  page=_int(qp.get("page"), 1), per=_int(qp.get("per"), 50))
     return state.render(request, "runs.html.jinja", title="Runs", listing=listing, sorts=RUN_SORTS,

@@ -18,7 +18,7 @@ from sparring.records.reader import read_config_dict, read_manifest
 
 SORTS = ("order", "matchup", "instance", "status", "outcome", "judge_p", "reward", "duration")
 PAGE_SIZES = (25, 50, 100, 200)
-RUN_SORTS = ("created", "name", "status", "episodes")
+RUN_SORTS = ("updated", "created", "name", "status", "episodes")
 
 
 def run_path(runs_dir: Path, name: str) -> Path | None:
@@ -62,6 +62,8 @@ class RunSummary:
     experiment: str
     problems: list[str] = field(default_factory=list)  # what was wrong with its manifest / config
     configured: bool = False  # game and models read from the config
+    loaded: bool = True  # status, counts and created read from the manifest
+    updated: float = 0.0  # when the run directory last changed (its mtime; 0: unknown)
 
     @property
     def linkable(self) -> bool:
@@ -96,23 +98,36 @@ def _count(value: Any, where: str, problems: list[str]) -> int | None:
     return None
 
 
+def blank(path: Path, updated: float = 0.0) -> RunSummary:
+    """A row that knows only its name (the manifest and config are read when needed)."""
+    return RunSummary(name=path.name, game="", status="?", done=0, expected=None, failed=0, created="", models=[],
+                      experiment="", loaded=False, updated=updated)
+
+
 def summarize(path: Path, config: bool = True) -> RunSummary:
     """One row of the runs list; a manifest or config with wrong types gives a row with the
     bad fields blank and named in `problems`, never an error. `config=False` reads only the
     manifest (JSON, fast); `add_config` fills in game and models later."""
-    problems: list[str] = []
+    summary = add_manifest(blank(path), path)
+    if config:
+        add_config(summary, path)
+    return summary
+
+
+def add_manifest(summary: RunSummary, path: Path) -> RunSummary:
+    """Status, counts, creation time and experiment from the run's manifest."""
+    problems = summary.problems
     manifest = read_manifest(path, problems)
     counts = _dict(manifest.get("counts"), f"{MANIFEST}: counts", problems)
     schedule = _dict(manifest.get("schedule"), f"{MANIFEST}: schedule", problems)
-    expected = _count(schedule.get("in_shard", schedule.get("total")), f"{MANIFEST}: schedule.total", problems)
-    summary = RunSummary(name=path.name, game="", status=str(manifest.get("status", "?")),
-                         done=_count(counts.get("done"), f"{MANIFEST}: counts.done", problems) or 0,
-                         expected=expected or None,
-                         failed=_count(counts.get("failed"), f"{MANIFEST}: counts.failed", problems) or 0,
-                         created=str(manifest.get("created", "")), models=[],
-                         experiment=str(manifest.get("experiment") or ""), problems=problems)
-    if config:
-        add_config(summary, path)
+    summary.expected = _count(schedule.get("in_shard", schedule.get("total")), f"{MANIFEST}: schedule.total",
+                              problems) or None
+    summary.status = str(manifest.get("status", "?"))
+    summary.done = _count(counts.get("done"), f"{MANIFEST}: counts.done", problems) or 0
+    summary.failed = _count(counts.get("failed"), f"{MANIFEST}: counts.failed", problems) or 0
+    summary.created = str(manifest.get("created", ""))
+    summary.experiment = str(manifest.get("experiment") or "") or summary.experiment
+    summary.loaded = True
     return summary
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ class WebState:
                                       autoescape=True, undefined=jinja2.ChainableUndefined,
                                       trim_blocks=True, lstrip_blocks=True)
         self.env.filters["num"] = _num
+        self.env.filters["when"] = _when
         self.env.globals["version"] = __version__
         for name in self.env.list_templates():  # compiled now, not on a first (timed) visit
             self.env.get_template(name)
@@ -76,6 +78,11 @@ def _num(v: Any, digits: int = 3) -> str:
     if isinstance(v, float):
         return f"{v:.{digits}f}"
     return str(v)
+
+
+def _when(ts: float) -> str:
+    """A file time as local `YYYY-MM-DD HH:MM` ('' when unknown)."""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else ""
 
 
 def web_state(request: Request) -> WebState:

@@ -96,11 +96,12 @@ def test_runs_list_is_cached_and_sees_new_runs(client, runs_dir, monkeypatch):
 
     monkeypatch.setattr(catalog, "LIST_TTL_S", 0.0)
     calls = []
-    real = catalog.summarize
-    monkeypatch.setattr(catalog, "summarize", lambda p, **kw: calls.append(p.name) or real(p, **kw))
-    client.get("/runs")
-    client.get("/runs")
-    assert calls.count("big") <= 1  # unchanged runs are not read again
+    real = catalog.add_manifest
+    monkeypatch.setattr(catalog, "add_manifest", lambda r, p: calls.append(p.name) or real(r, p))
+    for _ in range(3):
+        client.get("/runs?sort=episodes")
+        time.sleep(0.05)
+    assert calls.count("big") == 1  # unchanged runs are not read again
     write_run(runs_dir / "newer", 1)
     for _ in range(100):  # a stale listing is served while the directory is listed again
         if 'href="/runs/newer"' in client.get("/runs").text:
@@ -140,3 +141,24 @@ def test_report_rows_link_to_the_episodes(client, runs_dir):
     pair = next(u for u in links if "q=" in u)
     page = client.get(urljoin("http://127.0.0.1/runs/big/report/", pair.replace("&amp;", "&")))
     assert page.status_code == 200 and 0 < int(re.search(r"(\d+) episode\(s\)", page.text).group(1)) <= 123
+
+
+def test_runs_list_default_order_is_the_latest_change_and_reads_only_the_page(client, runs_dir, monkeypatch):
+    import os
+
+    from sparring.web import catalog
+
+    for i in range(30):
+        write_run(runs_dir / f"old-{i:02d}", 1, seed=i)
+        os.utime(runs_dir / f"old-{i:02d}", (1_000_000 + i, 1_000_000 + i))
+    monkeypatch.setattr(catalog, "in_background", lambda fn, *a: None)  # no read-ahead: count what a page reads
+    read = []
+    real = catalog.add_manifest
+    monkeypatch.setattr(catalog, "add_manifest", lambda r, p: read.append(p.name) or real(r, p))
+    page = client.get("/runs?per=25").text
+    names = re.findall(r'<a href="/runs/([^"?]+)">', page)
+    assert set(names[:3]) == {"live", "evil", "big"}  # written last
+    assert names[3:] == [f"old-{i:02d}" for i in range(29, 7, -1)]  # newest change first
+    assert sorted(read) == sorted(names)  # only the rows shown were read
+    assert "120 / 123" in page
+
