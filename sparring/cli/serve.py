@@ -20,6 +20,10 @@ def serve(
     config: list[Path] = typer.Option(None, "--config", "-c",
                                       help="An experiment YAML offered on the play page (repeatable), "
                                            "besides the shipped configs."),
+    allow_host: list[str] = typer.Option(None, "--allow-host",
+                                         help="A host name the app may be reached as, besides localhost, 127.0.0.1, "
+                                              "::1 and --host (repeatable; '*' accepts any: DNS rebinding "
+                                              "becomes possible). Other Host headers get 421."),
 ) -> None:
     """Browse runs, reports and transcripts, and play games against models, in a browser."""
     from rich.console import Console
@@ -39,7 +43,10 @@ def serve(
         console.print(f"[bold yellow]warning: listening on {host}: the web app has no authentication; anyone "
                       "who can reach this port can read every run and start games.[/bold yellow]")
     root = runs_root(runs_dir)
-    app = create_app(root, configs=list(config or []))
+    hosts = list(allow_host or [])
+    if host not in ("0.0.0.0", "::", ""):  # the name it is bound to is one it is reached as
+        hosts.append(host)
+    app = create_app(root, configs=list(config or []), allow_hosts=hosts)
     console.print(f"serving {root} at http://{'[' + host + ']' if ':' in host else host}:{port}/ (Ctrl-C stops)")
     uvicorn.run(app, host=host, port=port, log_level="warning")
 

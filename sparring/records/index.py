@@ -7,8 +7,13 @@ scalars: the part before the transcript) is parsed when a page shows it, or for 
 a table is filtered or sorted (also done in the background after each scan). A whole record is
 read only when one is opened (`read_at`: one seek). The cache is keyed by each file's inode,
 size and mtime; the files are append-only, so a grown file is scanned only from where the last
-scan stopped (a live run costs one new line per episode). Semantics match `reader.iter_records`: first line per id wins in episodes.jsonl; in
-failures.jsonl the latest attempt per id counts, unless the id was since stored as done.
+scan stopped (a live run costs one new line per episode). Semantics match `reader.iter_records`,
+whose rule for a bad line (`reader.check_record`, `reader.torn_line`) is applied to each line as
+it is summarised: a line that is not JSON, or not a valid record, is dropped from the table and
+listed in `problems` with the reader's own warning; first valid line per id wins in
+episodes.jsonl; in failures.jsonl the latest attempt per id counts, unless the id was since
+stored as done. Until every line is summarised, `entries` may still hold a bad line that no
+page has shown yet. Sorted orders are cached per key (`order`) until the index changes.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sparring.records.files import EPISODES, FAILURES
+from sparring.records.reader import check_record, torn_line
 from sparring.records.record import EpisodeRecord
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -59,6 +65,8 @@ class IndexEntry:
     repeat: int = 0
     flip: bool = False
     summarized: bool = False
+    problem: str | None = None  # why the line is not shown (the reader's warning), if it is bad
+    search: str = ""  # lower-cased text the table's search box matches
 
     def fill(self, obj: dict[str, Any]) -> None:
         """Take the table's fields from a record's JSON (transcript left out)."""
@@ -76,7 +84,14 @@ class IndexEntry:
         self.started_at = float(obj.get("started_at") or 0.0)
         self.duration_s = float(obj.get("duration_s") or 0.0)
         self.repeat, self.flip = int(obj.get("repeat") or 0), bool(obj.get("flip", False))
+        outcome_words = f"winner {self.winner}" if self.winner else ("no winner" if self.status == "complete" else "")
+        self.search = " ".join((self.id, self.matchup, self.instance_id, *self.agents, outcome_words,
+                                str(self.reason or ""), (self.error or "").split("\n")[0][:120])).lower()
         self.summarized = True
+
+    def flag(self, problem: str) -> None:
+        """Mark a line the reader would skip: it leaves the table, its warning is listed."""
+        self.status, self.problem, self.summarized = "unreadable", problem, True
 
     @property
     def agents(self) -> list[str]:
@@ -119,10 +134,10 @@ def _parse_summary(line: bytes) -> dict[str, Any] | None:
                     tail = json.loads(b"{" + line[tail_start + 1:])
                 except ValueError:
                     tail = None
-                if isinstance(tail, dict):
+                if isinstance(tail, dict):  # head and tail parse: the line is whole (not torn)
                     tail.pop("state", None)
                     obj.update(tail)
-            return obj
+                    return obj
     try:
         obj = json.loads(line)
     except ValueError:
@@ -176,16 +191,36 @@ def scan(path: Path, start: int = 0, first_line: int = 1) -> tuple[list[IndexEnt
     return entries, offset, line_no
 
 
-def summarize(path: Path, entries: list[IndexEntry]) -> None:
-    """Fill in the summaries of `entries` (all lines of `path`) that have none yet."""
+def torn_tail(path: Path, end: int, line_no: int) -> str | None:
+    """The reader's warning for bytes after the last complete line (being written, or torn)."""
+    try:
+        size = os.stat(path).st_size
+    except FileNotFoundError:
+        return None
+    return torn_line(path.name, line_no) if size > end else None
+
+
+def summarize(path: Path, entries: list[IndexEntry]) -> int:
+    """Fill in the summaries of `entries` (all lines of `path`) that have none yet, checking
+    each line by the reader's rule; returns how many turned out bad (flagged, not filled)."""
     todo = sorted((e for e in entries if not e.summarized), key=lambda e: e.offset)
+    bad = 0
     if not todo:
-        return
+        return bad
     with open(path, "rb") as f:
         for e in todo:
             f.seek(e.offset)
             obj = _parse_summary(f.read(e.length))
-            e.fill(obj if obj is not None else {"status": "unreadable"})
+            warnings: list[str] = []
+            if obj is None:
+                e.flag(torn_line(path.name, e.line_no))
+            elif check_record(obj, path.name, e.line_no, transcripts=False, warnings=warnings) is None:
+                e.flag(warnings[0] if warnings else f"{path.name}:{e.line_no}: skipped unreadable record")
+            else:
+                e.fill(obj)
+                continue
+            bad += 1
+    return bad
 
 
 @dataclass
@@ -231,6 +266,11 @@ class RunIndex:
         self.by_id: dict[str, IndexEntry] = {}
         self.done = 0  # distinct episodes stored as done (complete or aborted)
         self.duplicates = 0
+        self.version = 0  # bumped whenever `entries` change (sorted orders are cached per version)
+        self._orders: dict[str, tuple[int, list[IndexEntry]]] = {}
+        self.positions: dict[str, int] = {}  # id -> place in `entries` (previous / next episode)
+        self._complete_version = -1
+        self._statuses: tuple[int, list[str]] = (-1, [])
 
     def refresh(self, background: bool = True) -> RunIndex:
         with self._lock:
@@ -248,32 +288,90 @@ class RunIndex:
         done: dict[str, IndexEntry] = {}
         dup = 0
         for e in self._episodes.entries:
+            if e.problem is not None:
+                continue
             if e.id in done:
                 dup += 1
             else:
                 done[e.id] = e
         failed: dict[str, IndexEntry] = {}
         for e in self._failures.entries:
-            if e.id not in done:
+            if e.problem is None and e.id not in done:
                 failed.pop(e.id, None)
                 failed[e.id] = e
         self.entries = list(done.values()) + list(failed.values())
         self.by_id = {**failed, **done}
+        self.positions = {e.id: i for i, e in enumerate(self.entries)}
         self.done, self.duplicates = len(done), dup
+        self.version += 1
+
+    @property
+    def problems(self) -> list[str]:
+        """The reader's warning for every bad line found so far, and for a torn tail."""
+        out = [e.problem for f in (self._episodes, self._failures) for e in f.entries if e.problem]
+        for name, f in ((EPISODES, self._episodes), (FAILURES, self._failures)):
+            tail = torn_tail(self.run_dir / name, f.end, f.next_line)
+            if tail:
+                out.append(tail)
+        return out
+
+    def flag(self, entry: IndexEntry, problem: str) -> None:
+        """A line found bad when read whole (its transcript): left out from now on."""
+        entry.flag(problem)
+        with self._lock:
+            self._rebuild()
+
+    def bad_entry(self, episode_id: str) -> IndexEntry | None:
+        """A flagged line with this id (its page says why it is not shown)."""
+        for f in (self._episodes, self._failures):
+            for e in f.entries:
+                if e.id == episode_id and e.problem:
+                    return e
+        return None
+
+    def order(self, key: str, sort_key: Any) -> list[IndexEntry]:
+        """`entries` sorted by `sort_key` (ascending), cached until the index changes: a sorted
+        page of 10,000 episodes is a slice, not a sort (call after `summarize_all`)."""
+        cached = self._orders.get(key)
+        if cached is not None and cached[0] == self.version:
+            return cached[1]
+        version, rows = self.version, sorted(self.entries, key=sort_key)
+        self._orders[key] = (version, rows)
+        return rows
 
     @property
     def complete(self) -> bool:
-        """Whether every entry has its summary."""
-        return all(e.summarized for e in self.entries)
+        """Whether every entry has its summary (remembered per version: once true, it stays
+        true until new lines arrive)."""
+        if self._complete_version == self.version:
+            return True
+        version, done = self.version, all(e.summarized for e in self.entries)
+        if done:
+            self._complete_version = version
+        return done
+
+    def statuses(self) -> list[str]:
+        """The statuses present (all summaries needed; cached per version)."""
+        if self._statuses[0] != self.version:
+            self._statuses = (self.version, sorted({e.status for e in self.entries}))
+        return self._statuses[1]
 
     def summarize(self, entries: list[IndexEntry]) -> list[IndexEntry]:
+        """Summaries of `entries` (bad lines found on the way are flagged and the index rebuilt
+        without them, so a later valid line with the same id takes their place)."""
+        bad = 0
         for name in (EPISODES, FAILURES):
             mine = [e for e in entries if e.file == name and not e.summarized]
             if mine:
-                summarize(self.run_dir / name, mine)
+                bad += summarize(self.run_dir / name, mine)
+        if bad:
+            with self._lock:
+                self._rebuild()
         return entries
 
     def summarize_all(self) -> RunIndex:
+        if self.complete:
+            return self
         with self._summary_lock:
             self.summarize(self.entries)
         return self
@@ -287,7 +385,8 @@ class RunIndex:
 
 
 def read_at(path: Path, offset: int, length: int | None = None) -> EpisodeRecord:
-    """The whole record whose line starts at `offset` (one seek, one line)."""
+    """The whole record whose line starts at `offset` (one seek, one line). Raises ValueError
+    (pydantic's ValidationError) for a line that is not a valid record."""
     with open(path, "rb") as f:
         f.seek(offset)
         line = f.read(length) if length is not None else f.readline()

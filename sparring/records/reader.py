@@ -44,7 +44,7 @@ def _lines(path: Path, warnings: list[str] | None) -> Iterator[tuple[int, dict[s
             try:
                 obj = json.loads(line)
             except ValueError:
-                _warn(warnings, f"{path.name}:{n}: not JSON (a torn last line?), skipped")
+                _warn(warnings, torn_line(path.name, n))
                 continue
             if isinstance(obj, dict):
                 yield n, obj
@@ -59,16 +59,31 @@ def _warn(warnings: list[str] | None, text: str) -> None:
         warnings.append(text)
 
 
+def torn_line(name: str, n: int) -> str:
+    """The warning for a line that is not JSON (the same words wherever a run is read)."""
+    return f"{name}:{n}: not JSON (a torn last line?), skipped"
+
+
+def check_record(obj: dict[str, Any], name: str, n: int, transcripts: bool = True,
+                 warnings: list[str] | None = None) -> EpisodeRecord | None:
+    """The record of one parsed line, or None (warned about) when it is not a valid record: the
+    one rule for which lines count, shared by this reader and the web app's index."""
+    try:
+        return EpisodeRecord.model_validate(obj if transcripts else without_transcript(obj))
+    except ValidationError as e:  # an older or foreign schema: skipped, never fatal
+        errors = e.errors()
+        where = ".".join(str(x) for x in errors[0]["loc"]) if errors else ""
+        detail = f" ({where}: {errors[0]['msg']})" if where else ""
+        _warn(warnings, f"{name}:{n}: skipped unreadable record{detail}")
+        return None
+
+
 def _validated(objs: Iterable[tuple[int, dict[str, Any]]], name: str, transcripts: bool,
                warnings: list[str] | None) -> Iterator[EpisodeRecord]:
     for n, obj in objs:
-        try:
-            yield EpisodeRecord.model_validate(obj if transcripts else without_transcript(obj))
-        except ValidationError as e:  # an older or foreign schema: skipped, never fatal
-            errors = e.errors()
-            where = ".".join(str(x) for x in errors[0]["loc"]) if errors else ""
-            detail = f" ({where}: {errors[0]['msg']})" if where else ""
-            _warn(warnings, f"{name}:{n}: skipped unreadable record{detail}")
+        rec = check_record(obj, name, n, transcripts, warnings)
+        if rec is not None:
+            yield rec
 
 
 def iter_records(run: str | Path, failures: bool = False, transcripts: bool = True,

@@ -51,6 +51,13 @@ class PendingTurn:
         return str(self.context.get("tag") or "")
 
 
+def continuation(answer: str, prefix: str) -> str:
+    """A person's answer is a whole reply, a completion only what follows the prefilled prefix
+    (the engine stores prefix + completion): a reply that already starts with the prefix (a
+    forced proposal, `[propose] (1 books, ...)`) gives only the rest, never the prefix twice."""
+    return answer[len(prefix):] if prefix and answer.startswith(prefix) else answer
+
+
 class WebHuman(Model):
     """One person's seat in one game. `submit(seq, answer)` answers turn `seq`: text for a
     generate call, a list of probabilities (one per option) for a score call."""
@@ -96,6 +103,7 @@ class WebHuman(Model):
             started = time.time()
             text = str(self._wait(PendingTurn(self._next_seq(), "generate", list(req.messages), dict(req.context),
                                               req.assistant_prefix)))
+            text = continuation(text, req.assistant_prefix)
             usage = Usage(prompt_tokens=prompt_tokens(req.messages, req.assistant_prefix),
                           completion_tokens=count_tokens(text))
             out.append(Completion(text=text, usage=usage, latency_s=time.time() - started))

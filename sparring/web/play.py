@@ -12,6 +12,8 @@ as an aborted episode, transcript so far kept, whose outcome is marked `abandone
 from __future__ import annotations
 
 import copy
+import hashlib
+import re
 import secrets
 import threading
 from dataclasses import dataclass, field
@@ -40,6 +42,20 @@ HUMAN_MODEL = "web-human"
 # debate's judge) with the experiment's judges.
 PLAYABLE_ROLES = {"dond": ["negotiator"], "debate": ["judge", "debater"]}
 MAX_GAMES_PER_SESSION = 4
+# Backends that talk to a server (a vLLM / OpenAI-compatible endpoint, a hosted API): a shipped
+# config whose opponents use one is not offered, since a fresh install has no such server.
+SERVER_BACKENDS = frozenset({"openai", "anthropic"})
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def run_slug(name: str) -> str:
+    """A safe directory name for an experiment name: ASCII letters, digits, `_.-` only, never
+    `..`; a name that had to change gets a short hash of the original, so two names never share
+    a directory (`x/../../escaped` -> `x-escaped-1a2b3c`)."""
+    slug = re.sub(r"\.{2,}", ".", _UNSAFE.sub("-", name)).strip("-.")[:80] or "experiment"
+    if slug != name:
+        slug = f"{slug}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:6]}"
+    return slug
 
 
 @dataclass
@@ -69,10 +85,27 @@ class ConfigChoice:
     def run_name(self, role: str) -> str:
         """The run directory of this experiment's games with the person as `role`: one run
         (one experiment config) per role, `web-<experiment>` for the default role."""
-        return f"web-{self.name}" if role == self.roles[0] else f"web-{self.name}-{role}"
+        slug = run_slug(self.name)
+        return f"web-{slug}" if role == self.roles[0] else f"web-{slug}-{run_slug(role)}"
 
 
-def _choice(name: str, path: Path) -> ConfigChoice | None:
+def needs_server(raw: dict[str, Any], path: Path, agents: list[str]) -> bool:
+    """Whether one of `agents` plays with a model served over HTTP (`SERVER_BACKENDS`)."""
+    try:
+        cfg, cfg_path = config_from_data(raw, path)
+        exp = resolve(cfg, cfg_path)
+    except Exception:  # noqa: BLE001 — a config that does not resolve cannot be played either
+        return True
+    specs = {alias: spec for spec in exp.specs.values() for alias in (spec.name, *spec.aliases)}
+    for agent in agents:
+        conf = exp.agent_configs.get(agent)
+        spec = specs.get(str(getattr(conf, "model", "")))
+        if spec is not None and spec.backend in SERVER_BACKENDS:
+            return True
+    return False
+
+
+def _choice(name: str, path: Path, shipped: bool = False) -> ConfigChoice | None:
     try:
         raw = read_yaml(path)
     except SparringError:
@@ -110,7 +143,7 @@ def _choice(name: str, path: Path) -> ConfigChoice | None:
             ok = (bool(opponents) or n_competing == 1) and (bool(judges) or len(players) == n_competing)
         if ok:
             roles.append(role)
-    if not roles:
+    if not roles or (shipped and needs_server(raw, path, opponents + judges)):
         return None
     return ConfigChoice(name=str(raw.get("name") or name), path=path, game=game,
                         description=str(raw.get("description") or ""), opponents=opponents, players=players,
@@ -126,7 +159,7 @@ def config_choices(extra: list[Path] | None = None) -> dict[str, ConfigChoice]:
             raise ConfigError("not a playable experiment (a dond or debate config with agents)", file=str(path))
         out[choice.name] = choice
     for name, path in available_configs().items():
-        choice = _choice(name, path)
+        choice = _choice(name, path, shipped=True)
         if choice is not None:
             out.setdefault(choice.name, choice)
     return out
@@ -243,7 +276,7 @@ def abandoned(record: EpisodeRecord) -> bool:
 def _arena(choice: ConfigChoice, role: str, pools: SharedPools, human: WebHuman) -> Arena:
     """The game's arena: the experiment resolved, its models and instances shared with the
     other games of the experiment, the person's seat (of `role`) played by `human`."""
-    cfg, path = config_from_data(web_config(choice, role), choice.path.parent / f"{choice.name}.yaml")
+    cfg, path = config_from_data(web_config(choice, role), choice.path.parent / f"{run_slug(choice.name)}.yaml")
     exp = resolve(cfg, path, extra_specs={HUMAN_MODEL: ModelSpec(name=HUMAN_MODEL, backend="injected")})
     pools.ensure(choice.name, exp.specs, skip=HUMAN_MODEL)
     instances = pools.instances(choice.name, lambda: load_instances(exp))

@@ -8,19 +8,21 @@ reason.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
-from sparring.errors import SparringError
-from sparring.web.forms import dond_answer, form_fields, judge_answer, text_answer
+from sparring.errors import ConfigError, SparringError
+from sparring.web.forms import TooLarge, dond_answer, form_fields, judge_answer, text_answer, whole_number
 from sparring.web.human import PendingTurn, StaleTurn
 from sparring.web.play import MAX_GAMES_PER_SESSION, PlayGame, start_game
 from sparring.web.sessions import Session
 from sparring.web.state import WebState, web_state
 
 router = APIRouter()
+log = logging.getLogger(__name__)
 
 
 async def _form(request: Request) -> dict[str, str]:
@@ -74,10 +76,15 @@ async def play_start(request: Request) -> Response:
     try:
         game = start_game(choice, state.runs_dir, state.stores, state.pools, opponents=opponents, role=role,
                           player=fields.get("seat") or None, instance_id=fields.get("instance") or None)
+    except ConfigError as e:  # its message without the file: the server's paths are not the visitor's business
+        log.warning("web game not started: %s", e)
+        return _new_page(request, state, e.message, 400, **fields)
     except SparringError as e:
         return _new_page(request, state, str(e), 400, **fields)
     except Exception as e:  # noqa: BLE001 — a model or dataset that cannot load: say so, keep serving
-        return _new_page(request, state, f"could not start the game: {type(e).__name__}: {e}", 500, **fields)
+        log.exception("web game not started")
+        return _new_page(request, state, f"could not start the game ({type(e).__name__}); the server's log has "
+                                         "the details", 500, **fields)
     session.games[game.id] = game
     game.settle(0)
     return RedirectResponse(f"/play/{game.id}", status_code=303)
@@ -135,7 +142,9 @@ async def play_act(request: Request, game_id: str) -> Response:
     game = _game(request, game_id)
     turn = game.pending()
     try:
-        seq = int(fields.get("seq", ""))
+        seq = whole_number(fields.get("seq", ""), "the turn number")
+    except TooLarge as e:
+        return _game_page(request, game, str(e), 422)
     except ValueError:
         seq = -1
     if turn is None or seq != turn.seq:
@@ -149,7 +158,7 @@ async def play_act(request: Request, game_id: str) -> Response:
         else:
             answer = text_answer(fields)
     except ValueError as e:
-        return _game_page(request, game, str(e), 400, **fields)
+        return _game_page(request, game, str(e), 422 if isinstance(e, TooLarge) else 400, **fields)
     try:
         game.submit(seq, answer)
     except StaleTurn as e:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,14 +12,20 @@ from fastapi.responses import HTMLResponse
 
 from sparring import __version__
 from sparring.records.index import IndexCache
+from sparring.web.catalog import RunCatalog
 from sparring.web.play import ConfigChoice, WebStores, config_choices
 from sparring.web.pools import SharedPools
 from sparring.web.sessions import Session, Sessions
 
 HERE = Path(__file__).parent
-# The app's own pages load nothing but its static files (reports, served as files, keep theirs).
+# The app's own pages load nothing but its static files.
 CSP = ("default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; "
        "frame-ancestors 'self'")
+# A report (and any file next to it) is a document the app did not write: no script runs, it
+# loads nothing from elsewhere, and `sandbox` gives it an origin of its own (no cookies, no
+# same-origin requests to the app), even when opened in a tab of its own.
+REPORT_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; "
+              "form-action 'none'; frame-ancestors 'self'; sandbox allow-popups allow-top-navigation-by-user-activation")
 
 
 class WebState:
@@ -28,6 +35,7 @@ class WebState:
         self.runs_dir = runs_dir
         self.config_files = configs
         self.indexes = IndexCache()
+        self.catalog = RunCatalog(runs_dir)
         self.sessions = Sessions()
         self.stores = WebStores()
         self.pools = SharedPools()
@@ -36,6 +44,7 @@ class WebState:
                                       autoescape=True, undefined=jinja2.ChainableUndefined,
                                       trim_blocks=True, lstrip_blocks=True)
         self.env.filters["num"] = _num
+        self.env.filters["when"] = _when
         self.env.globals["version"] = __version__
         for name in self.env.list_templates():  # compiled now, not on a first (timed) visit
             self.env.get_template(name)
@@ -69,6 +78,11 @@ def _num(v: Any, digits: int = 3) -> str:
     if isinstance(v, float):
         return f"{v:.{digits}f}"
     return str(v)
+
+
+def _when(ts: float) -> str:
+    """A file time as local `YYYY-MM-DD HH:MM` ('' when unknown)."""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else ""
 
 
 def web_state(request: Request) -> WebState:

@@ -1,10 +1,11 @@
-"""The three views of an episode page, built from the record alone.
+"""The views of an episode page, built from the record alone.
 
 - public: the events everyone could see (`visible_to` is None) and the outcome;
 - a player's view: exactly the messages that player's model was shown, call by call (from the
   record's `calls`, never the events), each with the reply it gave; repeated context is folded;
 - everything: every event with its visibility, every call (judge reasoning, scratchpads,
-  rejected replies with their corrections, best-of-N candidates with their scores), the outcome.
+  rejected replies with their corrections, best-of-N candidates with their scores), the outcome;
+- replay: the public events one turn at a time (`step`), then the outcome.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from typing import Any
 from sparring.records.record import CallRecord, EpisodeRecord
 from sparring.types import Message
 
-PUBLIC, EVERYTHING = "public", "everything"
+PUBLIC, EVERYTHING, REPLAY = "public", "everything", "replay"
 
 
 def view_names(rec: EpisodeRecord) -> list[str]:
-    return [PUBLIC, *rec.seats, EVERYTHING]
+    """The views of an episode; `replay` steps through the public events one at a time."""
+    return [PUBLIC, *(s for s in rec.seats if s not in (PUBLIC, EVERYTHING, REPLAY)), EVERYTHING, REPLAY]
 
 
 @dataclass

@@ -77,7 +77,8 @@ def test_report_end_to_end(tmp_path):
 
     html = html_path.read_text()
     assert html.count("data:image/png;base64,") >= 6
-    assert not re.search(r'(src|href)="(?!data:)', html)  # self-contained: no external assets
+    assert not re.search(r'src="(?!data:)', html)  # self-contained: no external assets
+    assert not re.search(r'href="(?!data:|\.\./\?)', html)  # links: only to the run's episodes (sparring serve)
     assert "Judge accuracy" in html and "Position bias" in html and "No complete episodes" not in html
     for name in ("ratings", "win_matrix", "debate_calibration", "debate_position_bias", "debate_quotes"):
         png = out / "plots" / f"{name}.png"

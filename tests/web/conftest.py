@@ -39,7 +39,7 @@ def app(runs_dir: Path):
 def client(app):
     from fastapi.testclient import TestClient
 
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         yield c
 
 

@@ -1,7 +1,8 @@
 """End to end in a real browser (Playwright + the system's chromium): uvicorn on a free port,
 one Deal or No Deal game played to a deal, one debate judged and one argued as a debater, by
-clicks and typing; the
-stored episodes are checked and screenshots saved (into $SPARRING_WEB_SCREENSHOTS too, if set).
+clicks and typing; the stored episodes are checked, a run's episodes and metrics downloaded,
+the replay stepped through, and every page checked on a phone-sized screen (no sideways
+scrolling); screenshots saved (into $SPARRING_WEB_SCREENSHOTS too, if set).
 Skipped when playwright or chromium is missing."""
 
 from __future__ import annotations
@@ -162,3 +163,82 @@ def test_play_dond_to_a_deal_and_judge_a_debate(server, page, tmp_path):
     assert "web-e2e-dond" in page.locator("#runs").inner_text()
     page.goto(f"{base}/runs/web-scripted-debate")
     assert page.locator("#episodes tbody tr").count() == 1
+
+
+def _no_sideways_scroll(page) -> None:
+    width = page.evaluate("document.documentElement.scrollWidth")
+    wide = page.evaluate("""() => Array.from(document.querySelectorAll('body *'))
+        .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)
+        .slice(0, 5).map(e => e.tagName + '#' + e.id + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))""")
+    inner = page.evaluate("window.innerWidth")
+    assert width <= inner, f"{page.url}: {width}px wide on a {inner}px screen: {wide}"
+
+
+def test_downloads_replay_keyboard_and_phone_layout(server, page, tmp_path):
+    import csv
+    import io
+    import json
+
+    base, runs = server
+    # a game stored, so there is a run with files
+    page.goto(f"{base}/play")
+    page.locator('form[data-config="scripted-debate"][data-role="judge"]').get_by_role("button", name="Start").click()
+    assert _settle(page) == "your_turn"
+    page.get_by_role("button", name="Give verdict").click()
+    assert _settle(page) == "complete"
+    page.goto(f"{base}/runs/web-scripted-debate")
+    with page.expect_download() as info:
+        page.locator("#downloads a", has_text="episodes.jsonl").click()
+    lines = Path(info.value.path()).read_text().splitlines()
+    assert info.value.suggested_filename == "web-scripted-debate-episodes.jsonl"
+    assert len(lines) == 1 and json.loads(lines[0])["seats"]["Judge"]["agent"] == "human"
+    with page.expect_download() as info:
+        page.locator("#downloads a", has_text="metrics.csv").click()
+    (row,) = list(csv.DictReader(io.StringIO(Path(info.value.path()).read_text())))
+    assert row["agent.Judge"] == "human" and row["status"] == "complete"
+
+    # the report, sandboxed in its frame, still shows and its rows lead to the episodes
+    from sparring.analysis.report import write_report
+
+    write_report(runs / "web-scripted-debate")
+    page.goto(f"{base}/runs/web-scripted-debate")
+    page.locator("details.report summary").click()
+    frame = page.frame_locator("details.report iframe")
+    assert "sparring report" in frame.locator("h1").inner_text()
+    assert frame.locator("img").count() == 0 or frame.locator("img").first.evaluate("i => i.naturalWidth") > 0
+    agent = frame.locator("a.episodes").first
+    name = agent.inner_text()
+    agent.click()
+    page.wait_for_url(f"**/runs/web-scripted-debate?agent={name}*")
+    assert page.locator("#episodes tbody tr").count() == 1
+
+    # the replay, step by step, by keyboard-reachable links
+    page.locator("#episodes tbody a").first.click()
+    page.get_by_role("link", name="replay").click()
+    n = int(page.locator("#replay p.muted").inner_text().split(" of ")[1].rstrip("."))
+    assert n >= 2 and "step 1 of" in page.locator("#replay p.muted").inner_text()
+    for _ in range(n - 1):
+        page.locator("#replay-next").click()
+    assert page.locator("#replay .msg").count() == n and page.locator("#replay-next").count() == 0
+    assert page.locator("#replay-outcome").is_visible()
+    page.keyboard.press("Tab")  # the first stop is the skip link
+    assert page.evaluate("document.activeElement.className") == "skip"
+    page.keyboard.press("Enter")
+    assert page.evaluate("location.hash") == "#main"
+
+    # a phone: nothing scrolls sideways
+    page.set_viewport_size({"width": 360, "height": 740})
+    episode_url = page.url.split("?")[0]
+    for url in (f"{base}/runs", f"{base}/runs/web-scripted-debate", f"{episode_url}?view=everything",
+                f"{episode_url}?view=Judge", f"{base}/play"):
+        page.goto(url)
+        _no_sideways_scroll(page)
+    _shot(page, tmp_path, "web-phone-play.png")
+    page.locator('form[data-config="e2e-dond"]').get_by_role("button", name="Start").click()
+    assert _settle(page) == "your_turn"
+    _no_sideways_scroll(page)
+    page.locator("#message-text").fill("Hi")
+    page.get_by_role("button", name="Send").click()
+    _settle(page)
+    _no_sideways_scroll(page)
+    _shot(page, tmp_path, "web-phone-dond.png")

@@ -60,7 +60,7 @@ def debate_client(tmp_path):
                _write(tmp_path, "t-consult", "{format: consultancy, rounds: 1}", {"consultant": "t-opponent"})]
     runs = tmp_path / "runs"
     app = create_app(runs, configs=configs)
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         yield c, runs, app
 
 
