@@ -254,20 +254,18 @@ class Loop:
         return loop_report(self.dir, self.config, self.state)
 
 
-GAME_METRICS = ("agreement_rate", "abort_rate", "invalid_output_rate", "pareto_rate", "welfare_optimal_rate",
-                "nash_ratio", "dialogue_turns")
-
-
 def game_metrics(stats: dict[str, Any], game: str) -> dict[str, Any]:
     """Per matchup of an evaluation run: the game section's headline metrics (negotiation:
     agreement, abort, invalid-output, Pareto-optimal rates, dialogue length; mean reward by agent)."""
+    from sparring.games import GAMES
     from sparring.stats.stats_tests import wilson_interval
 
-    section = (stats.get("sections") or {}).get({"deal_or_no_deal": "dond"}.get(game, game)) or {}
+    section = (stats.get("sections") or {}).get(GAMES.canonical(game)) or {}
+    names = [metric.name for metric in GAMES.get(game).hooks.metrics]  # the game's own (Game.hooks)
     out: dict[str, Any] = {}
     for name, m in (section.get("matchups") or {}).items():
         n = int(m.get("episodes") or 0)
-        row = {key: m.get(key) for key in GAME_METRICS if key in m}
+        row = {key: m.get(key) for key in names if key in m}
         if "agreement_rate" in row and row["agreement_rate"] is not None and n:
             row["agreement_ci"] = list(wilson_interval(row["agreement_rate"] * n, n))
         if m.get("invalid_output_rate") is not None:

@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse
 
 from sparring import __version__
 from sparring.records.index import IndexCache
+from sparring.web.game_templates import GameTemplates
 from sparring.web.play import ConfigChoice, WebStores, config_choices
 from sparring.web.pools import SharedPools
 from sparring.web.sessions import Session, Sessions
@@ -32,7 +33,8 @@ class WebState:
         self.stores = WebStores()
         self.pools = SharedPools()
         self._choices: dict[str, ConfigChoice] | None = None
-        self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(HERE / "templates")),
+        loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(str(HERE / "templates")), GameTemplates()])
+        self.env = jinja2.Environment(loader=loader,
                                       autoescape=True, undefined=jinja2.ChainableUndefined,
                                       trim_blocks=True, lstrip_blocks=True)
         self.env.filters["num"] = _num
