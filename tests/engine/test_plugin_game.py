@@ -70,6 +70,12 @@ def test_a_plugin_game_is_scored_played_exported_and_reported_with_no_edit_to_sp
     game = out["bench"]["games"]["coinflip"]["models"]["guesser"]
     assert game["played"] == 4 and game["quality"] == pytest.approx(100.0 * sum(heads.values()) / 4)
     assert out["bench"]["clemscore"]["guesser"]["clemscore"] == game["score"] == game["quality"]
+    # a loop report: the game's metric (from its hooks) per matchup, with its Wilson interval
+    [row] = out["loop_metrics"].values()
+    correct = row["metrics"]["correct"]
+    assert row["episodes"] == 4 and correct["value"] == pytest.approx(sum(heads.values()) / 4)
+    assert correct["direction"] == "higher" and correct["interval"] == "wilson" and len(correct["ci"]) == 2
+    assert "correct (↑)" in out["loop_report"] and "| 1 | g | 4 | 0." in out["loop_report"]
     # the web app: the play page offers the text box with the game's hint, the stored episode is the person's
     assert 'id="text-form"' in out["web_turn_page"] and "GUESS: heads or GUESS: tails" in out["web_turn_page"]
     assert "Game over: complete" in out["web_end_page"]

@@ -37,6 +37,21 @@ sparring("bench", "guesser", "--suite", str(work / "bench.yaml"), "--models-file
          "-o", str(work / "bench"), "--quiet")
 out["bench"] = json.loads((work / "bench" / "bench.json").read_text())
 
+# a training loop's report: the game's metrics per held-out matchup, from the evaluation run
+from sparring.train.loop import game_metrics  # noqa: E402
+from sparring.train.loop_config import LoopConfig  # noqa: E402
+from sparring.train.loop_report import loop_report  # noqa: E402
+
+config = LoopConfig.model_validate({
+    "alias": "coin", "iterations": 1, "policy_agent": "g",
+    "selfplay": json.loads(json.dumps(__import__("yaml").safe_load((work / "coins.yaml").read_text()))),
+    "train": {"model": "unused"}, "evaluation": {"dataset": {"name": "coins", "args": {"n": 4}}}})
+metrics = game_metrics(work / "runs" / "c", "coinflip")
+out["loop_metrics"] = metrics
+state = {"iterations": {"1": {"evaluate": {"games": metrics}, "done": ["evaluate"]}}}
+(work / "loop").mkdir()
+out["loop_report"] = loop_report(work / "loop", config, state).read_text()
+
 # the web app: a person plays the guesser through the play page, the episode is stored
 from fastapi.testclient import TestClient  # noqa: E402
 
