@@ -237,6 +237,18 @@ def _fmt_ci(v: Any, digits: int = 3, pct: bool = False) -> str:
     return f"[{v[0]:.{digits}f}, {v[1]:.{digits}f}]"
 
 
+def report_run(run_dir: str | Path, console: Any) -> Path | None:
+    """The report of a finished run, asked for after it (the CLI, bench, loops): a failing report
+    never loses the run, it says how to redo it. `console`: a rich Console for the messages."""
+    try:
+        path = write_report(run_dir)
+    except Exception as e:  # noqa: BLE001 — the run is stored; the report can be redone
+        console.print(f"[yellow]report failed ({type(e).__name__}: {e}); retry with `sparring report {run_dir}`[/yellow]")
+        return None
+    console.print(f"report: {path}")
+    return path
+
+
 def write_report(run_dir: str | Path, out_dir: str | Path | None = None, *, seed: int = 0,
                  n_bootstrap: int = 1000, calibration_bins: int = 5, plots: bool = True) -> Path:
     """Build the report of a run directory; returns the path of report.html.

@@ -91,6 +91,9 @@ class Loop:
                                 console=self.console)
         if result.status != "complete":
             raise SparringError(f"{run_name}: the run ended {result.status}; rerun the loop to resume it")
+        from sparring.analysis.report import report_run  # the engine writes no report itself
+
+        report_run(Path(result.run_dir or ""), self.console)
         return Path(result.run_dir or "")
 
     def _experiment(self, data: dict[str, Any], name: str) -> dict[str, Any]:

@@ -12,8 +12,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from sparring.analysis.clemscore import episode_quality
 from sparring.cli.root import app
+from sparring.evaluation.clemscore import episode_quality
 from sparring.games.negotiation.hooks import quality as dond_quality
 from sparring.records.reader import iter_records
 

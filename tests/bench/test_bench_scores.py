@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from sparring.analysis.clemscore import clemscore, episode_quality, fmt, game_score, quality_fn
+from sparring.evaluation.clemscore import clemscore, episode_quality, fmt, game_score, quality_fn
 from sparring.games.base import Outcome
 from sparring.records.record import EpisodeRecord, SeatRecord
 
