@@ -154,7 +154,7 @@ class Timers:
 
     def install(self, workload: str) -> None:
         import sparring.engine.episode as episode
-        from sparring.games.base import GAMES
+        from sparring.gameapi.game import GAMES
         from sparring.models.base import Model
         from sparring.records.store import RunStore
 

@@ -154,4 +154,12 @@ def test_the_check_finds_an_upward_import_and_a_cycle(tmp_path):
     assert cycles(graph) == [["sparring.analysis.plots", "sparring.analysis.report"]]
     assert layer_of("sparring.games.debate.report", TABLE) == [n for n, _ in TABLE].index("analysis")
     assert layer_of("sparring.games.debate.game", TABLE) == [n for n, _ in TABLE].index("games")
-    assert layer_of("sparring.games.base", TABLE) == [n for n, _ in TABLE].index("contract")
+    assert layer_of("sparring.gameapi.game", TABLE) == [n for n, _ in TABLE].index("contract")
+    assert layer_of("sparring.games", TABLE) == [n for n, _ in TABLE].index("games")
+
+
+def test_no_module_outside_the_games_imports_a_game_folder():
+    """The layers above learn about a game only through its registration and hooks."""
+    leaks = [f"{m} imports {t}" for m, ts in sorted(GRAPH.items()) if not m.startswith("sparring.games")
+             for t in sorted(ts) if t.startswith("sparring.games.")]
+    assert leaks == []

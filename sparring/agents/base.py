@@ -19,7 +19,7 @@ from pydantic import Field
 
 from sparring.agents.lookahead import Lookahead
 from sparring.errors import EpisodeAbort
-from sparring.games.base import ActionSpec
+from sparring.gameapi.game import ActionSpec
 from sparring.prompts import PromptSet
 from sparring.registry import Registry
 from sparring.types import (

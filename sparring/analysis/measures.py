@@ -1,7 +1,7 @@
 """A game's headline metrics measured over records, as typed values with their intervals.
 
 The metric itself (name, which direction is better, which interval) is defined once, by the game
-(`Game.hooks.metrics`, see `sparring.games.hooks.Metric`); this module is the one place that
+(`Game.hooks.metrics`, see `sparring.gameapi.hooks.Metric`); this module is the one place that
 turns a metric and a set of episodes into a `MetricValue`. Training loops read these objects,
 not strings scraped from a report's stats.json.
 """
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparring.games.hooks import Metric, Metrics
+from sparring.gameapi.hooks import Metric, Metrics
 from sparring.records.record import EpisodeRecord
 from sparring.stats.stats_tests import bootstrap_ci, wilson_interval
 
@@ -74,7 +74,7 @@ def measured(records: Iterable[EpisodeRecord]) -> list[EpisodeRecord]:
 
 def matchup_metrics(records: Iterable[EpisodeRecord], game: str) -> dict[str, GroupMetrics]:
     """Per matchup ("a vs b", agents sorted) of `records`: `game`'s headline metrics."""
-    from sparring.games import GAMES
+    from sparring.gameapi import GAMES
 
     metrics = GAMES.get(game).hooks.metrics
     groups: dict[str, list[EpisodeRecord]] = defaultdict(list)

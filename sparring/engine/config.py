@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from sparring.errors import ConfigError
-from sparring.games.base import DatasetConfig
+from sparring.gameapi.game import DatasetConfig
 from sparring.records import store
 from sparring.records.files import CONFIG
 from sparring.types import Strict

@@ -20,7 +20,7 @@ from sparring.agents.base import AGENTS, Agent, AgentConfig
 from sparring.config_io import read_yaml, validate
 from sparring.engine.config import ExperimentConfig, RunSettings, config_hash
 from sparring.errors import ConfigError, SparringError, UnknownNameError, closest
-from sparring.games.base import GAMES, Game
+from sparring.gameapi.game import GAMES, Game
 from sparring.models.spec import ModelSpec
 from sparring.prompts import PromptSet, prompt_set
 from sparring.types import Sampling

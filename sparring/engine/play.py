@@ -28,7 +28,7 @@ from sparring.engine.plan import episodes
 from sparring.engine.runner import Runner, RunStats
 from sparring.engine.schedule import Schedule, derive_seed, matchup_name, seats_for
 from sparring.errors import SparringError
-from sparring.games.base import Instance
+from sparring.gameapi.game import Instance
 from sparring.models.base import Model
 from sparring.models.pool import ModelPool
 from sparring.records.record import EpisodeRecord

@@ -91,7 +91,7 @@ def _resolve_models(opts: BenchOptions) -> None:
 
 def _unregistered(suite: Suite, keys: list[str]) -> dict[str, str]:
     """Entries whose game this installation does not have: entry -> one-line reason."""
-    from sparring.games.base import GAMES
+    from sparring.gameapi.game import GAMES
 
     out = {}
     for key in keys:

@@ -36,7 +36,7 @@ N_BOOT = 1000
 def quality_fn(game: str) -> Callable[[Any], float | None] | None:
     """The game's own quality function (`Game.hooks.quality`), None for an unknown game or one
     whose outcomes carry their own `quality_score`."""
-    from sparring.games import GAMES
+    from sparring.gameapi import GAMES
 
     return GAMES.get(game).hooks.quality if game in GAMES else None
 

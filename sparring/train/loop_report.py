@@ -54,7 +54,7 @@ def loop_report(out_dir: Path, config: Any, state: dict[str, Any]) -> Path:
 def _game_rows(config: Any, state: dict[str, Any]) -> list[str]:
     """The game's own headline metrics (`Game.hooks.metrics`) per held-out matchup and iteration,
     each with its interval and which way is better."""
-    from sparring.games import GAMES
+    from sparring.gameapi import GAMES
 
     game = str((config.selfplay or {}).get("game", ""))
     metrics = GAMES.get(game).hooks.metrics if game in GAMES else ()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import jinja2
 
-from sparring.games import GAMES
+from sparring.gameapi import GAMES
 
 
 def game_template(game: str, file: str) -> str:

@@ -25,8 +25,8 @@ from sparring.engine.instances import load_instances
 from sparring.engine.loader import available_configs, config_from_data, resolve
 from sparring.engine.play import Arena
 from sparring.errors import ConfigError, SparringError
-from sparring.games import GAMES
-from sparring.games.hooks import PanelContext, PlayPanel
+from sparring.gameapi import GAMES
+from sparring.gameapi.hooks import PanelContext, PlayPanel
 from sparring.models.spec import ModelSpec
 from sparring.records.record import EpisodeRecord
 from sparring.records.store import Redactor, RunStore

@@ -8,7 +8,7 @@ import pytest
 
 from sparring.agents.judge import Judge, JudgeConfig, Panel
 from sparring.errors import EpisodeAbort, ScoringNotSupported
-from sparring.games.base import ActionSpec
+from sparring.gameapi.game import ActionSpec
 from sparring.prompts import prompt_set
 from sparring.types import Completion, Sampling
 

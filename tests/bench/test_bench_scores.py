@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sparring.evaluation.clemscore import clemscore, episode_quality, fmt, game_score, quality_fn
-from sparring.games.base import Outcome
+from sparring.gameapi.game import Outcome
 from sparring.records.record import EpisodeRecord, SeatRecord
 
 

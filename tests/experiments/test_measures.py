@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from sparring.analysis.measures import matchup_metrics, measure
-from sparring.games.base import Outcome
-from sparring.games.hooks import Metric
+from sparring.gameapi.game import Outcome
+from sparring.gameapi.hooks import Metric
 from sparring.records.record import EpisodeRecord, SeatRecord
 from sparring.stats.stats_tests import wilson_interval
 

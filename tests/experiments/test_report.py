@@ -177,7 +177,7 @@ def test_report_negotiation_section(tmp_path):
 def test_synthetic_keys_match_real_debate_game(tmp_path):
     """The synthetic records above must carry the keys the real game produces and the metrics read;
     and a report over records with real outcomes works."""
-    from sparring.games.base import Action, Seat
+    from sparring.gameapi.game import Action, Seat
     from sparring.games.debate.config import DebateConfig
     from sparring.games.debate.game import DebateGame
     from sparring.games.debate.instance import DebateInstance

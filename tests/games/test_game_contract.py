@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from sparring.games import GAMES
-from sparring.games.base import Game
-from sparring.games.hooks import GameHooks, Metric, PlayPanel
+from sparring.gameapi import GAMES
+from sparring.gameapi.game import Game
+from sparring.gameapi.hooks import GameHooks, Metric, PlayPanel
 from sparring.registry import PluginError, Registry
 
 _made: list[Registry] = []
 
 
 def _registry() -> Registry:
-    from sparring.games.base import _check_game  # the check GAMES runs
+    from sparring.gameapi.game import _check_game  # the check GAMES runs
 
     reg = Registry("game", check=_check_game)
     _made.append(reg)

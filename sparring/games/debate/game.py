@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from sparring.choice import normalize_probs, parse_choice
 from sparring.errors import ConfigError, EpisodeAbort
-from sparring.games.base import (
+from sparring.gameapi.game import (
     ACCEPTED,
     Action,
     ActionSpec,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sparring.games.hooks import GameHooks, HumanReplay, Metric, Metrics, PlayPanel, ReplayPlan
+from sparring.gameapi.hooks import GameHooks, HumanReplay, Metric, Metrics, PlayPanel, ReplayPlan
 
 
 def quality(m: Metrics) -> float | None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from sparring.games.base import Instance
+from sparring.gameapi.game import Instance
 
 
 class DebateInstance(Instance):

@@ -6,7 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from sparring.games.hooks import GameHooks, HumanReplay, Metric, Metrics, PanelContext, PlayPanel, ReplayPlan
+from sparring.gameapi.hooks import (
+    GameHooks,
+    HumanReplay,
+    Metric,
+    Metrics,
+    PanelContext,
+    PlayPanel,
+    ReplayPlan,
+)
 from sparring.games.negotiation import analysis as A
 from sparring.games.negotiation.instance import PLURALS
 from sparring.games.negotiation.state import PLAYERS

@@ -24,7 +24,7 @@ from pydantic import Field
 
 from sparring.config_io import strict_args
 from sparring.errors import ConfigError, UnknownNameError
-from sparring.games.base import (
+from sparring.gameapi.game import (
     ACCEPTED,
     Action,
     ActionSpec,

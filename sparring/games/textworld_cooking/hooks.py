@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sparring.games.hooks import GameHooks, Metric, Metrics
+from sparring.gameapi.hooks import GameHooks, Metric, Metrics
 
 
 def quality(m: Metrics) -> float | None:

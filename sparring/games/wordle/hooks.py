@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sparring.games.hooks import GameHooks, Metric
+from sparring.gameapi.hooks import GameHooks, Metric
 
 HOOKS = GameHooks(metrics=(
     Metric("success", "higher", "wilson", "the word was found"),

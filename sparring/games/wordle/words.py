@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparring.games.splits import hash_split
+from sparring.gameapi.splits import hash_split
 
 DATA = Path(__file__).parent / "data"
 GUESSES_FILE = DATA / "wordle_guesses.txt"

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from sparring.errors import SparringError
-from sparring.games import GAMES
-from sparring.games.hooks import HumanReplay
+from sparring.gameapi import GAMES
+from sparring.gameapi.hooks import HumanReplay
 from sparring.train.export.filters import ExportFilters
 from sparring.train.export.sft import sft_rows
 

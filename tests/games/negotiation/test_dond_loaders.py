@@ -8,7 +8,7 @@ import pytest
 from dond_helpers import data_file, make_seats
 
 from sparring.errors import ConfigError
-from sparring.games.base import Action
+from sparring.gameapi.game import Action
 from sparring.games.negotiation.dialogues import load_dond_dialogues
 from sparring.games.negotiation.game import PLAYERS, DealOrNoDealGame, DondConfig
 from sparring.games.negotiation.generator import generate_instances

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from sparring.config_io import strict_args
-from sparring.games.base import (
+from sparring.gameapi.game import (
     Action,
     ActionSpec,
     DatasetConfig,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from sparring.games.hooks import GameHooks, HumanReplay, Metric, PlayPanel, ReplayPlan
+from sparring.gameapi.hooks import GameHooks, HumanReplay, Metric, PlayPanel, ReplayPlan
 from sparring.models.replay import ReplayModel
 
 

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparring.errors import SparringError
-from sparring.games.hooks import GameHooks, check_hooks
+from sparring.gameapi.hooks import GameHooks, check_hooks
 from sparring.prompts import PromptSet
 from sparring.registry import Registry
 from sparring.types import Message, Strict
