@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparring.analysis.report_sections import rated_records
 from sparring.gameapi.hooks import Metric, Metrics
 from sparring.records.record import EpisodeRecord
 from sparring.stats.stats_tests import bootstrap_ci, wilson_interval
@@ -67,18 +68,13 @@ class GroupMetrics:
                 "reward_by_agent": dict(self.reward_by_agent)}
 
 
-def measured(records: Iterable[EpisodeRecord]) -> list[EpisodeRecord]:
-    """Records whose outcome counts: finished or aborted by the game (not failed by the engine)."""
-    return [r for r in records if r.outcome is not None and r.status in ("complete", "aborted")]
-
-
 def matchup_metrics(records: Iterable[EpisodeRecord], game: str) -> dict[str, GroupMetrics]:
     """Per matchup ("a vs b", agents sorted) of `records`: `game`'s headline metrics."""
     from sparring.gameapi import GAMES
 
     metrics = GAMES.get(game).hooks.metrics
     groups: dict[str, list[EpisodeRecord]] = defaultdict(list)
-    for r in measured(records):
+    for r in rated_records(list(records), aborted=True):  # game aborts count, engine failures not
         groups[" vs ".join(sorted(s.agent for s in r.seats.values()))].append(r)
     out = {}
     for name, rs in sorted(groups.items()):

@@ -10,6 +10,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 
 from sparring import __version__
+from sparring.numfmt import fmt_num
 from sparring.records.index import IndexCache
 from sparring.web.game_templates import GameTemplates
 from sparring.web.play import ConfigChoice, WebStores, config_choices
@@ -37,7 +38,7 @@ class WebState:
         self.env = jinja2.Environment(loader=loader,
                                       autoescape=True, undefined=jinja2.ChainableUndefined,
                                       trim_blocks=True, lstrip_blocks=True)
-        self.env.filters["num"] = _num
+        self.env.filters["num"] = fmt_num
         self.env.globals["version"] = __version__
         for name in self.env.list_templates():  # compiled now, not on a first (timed) visit
             self.env.get_template(name)
@@ -61,16 +62,6 @@ class WebState:
                 game.done.wait(timeout=5)
         self.stores.close()
         self.pools.close()
-
-
-def _num(v: Any, digits: int = 3) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, bool) or isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return f"{v:.{digits}f}"
-    return str(v)
 
 
 def web_state(request: Request) -> WebState:

@@ -102,3 +102,26 @@ def test_metric_value_defaults_to_the_outcome_key():
     m = Metric("correct")
     assert m.of({"correct": True}) == 1.0 and m.of({"correct": 0.25}) == 0.25 and m.of({}) is None
     assert m.of({"correct": "yes"}) is None
+
+
+def test_a_report_section_is_found_through_the_games_aliases():
+    from sparring.analysis.report_sections import section_for
+
+    assert type(section_for("deal_or_no_deal")) is type(section_for("dond")) and section_for("dond") is not None
+    assert section_for("nope") is None
+
+
+def test_sections_that_count_aborted_episodes_share_one_rule():
+    from sparring.analysis.report_sections import rated_records, section_for
+    from sparring.gameapi import Outcome
+    from sparring.records.record import EpisodeRecord, SeatRecord
+
+    def rec(status):
+        return EpisodeRecord(id=status, experiment="e", game="taboo", instance_id="i", seed=0, status=status,
+                             seats={"A": SeatRecord(agent="a", model="m", role="r")},
+                             outcome=None if status == "failed" else Outcome())
+
+    recs = [rec("complete"), rec("aborted"), rec("failed")]
+    assert [r.id for r in section_for("taboo").rated(recs)] == ["complete", "aborted"]
+    assert [r.id for r in section_for("debate").rated(recs)] == ["complete"]
+    assert rated_records(recs, aborted=False) == section_for("debate").rated(recs)

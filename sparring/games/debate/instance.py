@@ -36,11 +36,3 @@ class DebateInstance(Instance):
     def _strip(self) -> DebateInstance:
         self.question = self.question.strip()
         return self
-
-    @property
-    def correct_answer(self) -> str:
-        return self.answers[self.correct]
-
-    @property
-    def incorrect_answer(self) -> str:
-        return self.answers[1 - self.correct]

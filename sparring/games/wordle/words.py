@@ -45,8 +45,3 @@ class Lexicon:
     def shipped(cls) -> Lexicon:
         targets = tuple(read_words(TARGETS_FILE))
         return cls(guesses=frozenset(read_words(GUESSES_FILE)) | frozenset(targets), targets=targets)
-
-    def with_words(self, words: list[str]) -> Lexicon:
-        """The same lexicon accepting (and able to answer with) `words` too (custom instances)."""
-        extra = [w for w in words if w not in self.guesses]
-        return Lexicon(guesses=self.guesses | frozenset(extra), targets=self.targets + tuple(extra))
