@@ -89,8 +89,7 @@ def engine_run(path: Path, out: str, model: Model, max_live: int, name: str) -> 
 
     pool = ModelPool()
     pool.add("smollm2-135m", model)
-    opts = RunOptions(configuration=str(path), output_dir=out, run_name=name, max_live=max_live, quiet=True,
-                      report=False)
+    opts = RunOptions(configuration=str(path), output_dir=out, run_name=name, max_live=max_live, quiet=True)
     start, cpu = time.perf_counter(), time.process_time()
     res = run_experiment(opts, console=Console(quiet=True), pool=pool)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu

@@ -154,7 +154,7 @@ class Timers:
 
     def install(self, workload: str) -> None:
         import sparring.engine.episode as episode
-        from sparring.games.base import GAMES
+        from sparring.gameapi.game import GAMES
         from sparring.models.base import Model
         from sparring.records.store import RunStore
 
@@ -206,7 +206,7 @@ def run_one(workload: str, episodes: int, max_live: int, profile: bool, breakdow
         cfg["run"]["workers"] = workers
         path = Path(tmp) / f"bench-{workload}.yaml"
         path.write_text(yaml.safe_dump(cfg))
-        opts = RunOptions(configuration=str(path), output_dir=tmp, run_name="r", quiet=True, report=False)
+        opts = RunOptions(configuration=str(path), output_dir=tmp, run_name="r", quiet=True)
         prof = cProfile.Profile() if profile and workers == 1 else None
         yard_before = calibrate()
         start, cpu0, child0 = time.perf_counter(), time.process_time(), _children_cpu()

@@ -23,11 +23,17 @@ import time
 from pathlib import Path
 
 
+def _v(row: dict, name: str) -> float:
+    """A typed metric's value from a loop state row (`sparring.analysis.measures`)."""
+    value = (row["metrics"].get(name) or {}).get("value")
+    return float("nan") if value is None else value
+
+
 def _rate(row: dict) -> str:
-    ci = row.get("agreement_ci") or [float("nan"), float("nan")]
-    return (f"valid actions {row.get('valid_action_rate', float('nan')):.2f}  agreement "
-            f"{row.get('agreement_rate', float('nan')):.2f} [{ci[0]:.2f}, {ci[1]:.2f}]  "
-            f"turns {row.get('dialogue_turns', float('nan')):.1f}  games {row.get('episodes')}")
+    ci = row["metrics"]["agreement_rate"].get("ci") or [float("nan"), float("nan")]
+    return (f"valid actions {1 - _v(row, 'invalid_output_rate'):.2f}  agreement "
+            f"{_v(row, 'agreement_rate'):.2f} [{ci[0]:.2f}, {ci[1]:.2f}]  "
+            f"turns {_v(row, 'dialogue_turns'):.1f}  games {row.get('episodes')}")
 
 
 def selfplay(out: Path, iterations: int, eval_scenarios: int) -> None:
@@ -47,10 +53,9 @@ def selfplay(out: Path, iterations: int, eval_scenarios: int) -> None:
     base_path.write_text(yaml.safe_dump(base_cfg))
     base_run = run_experiment(RunOptions(configuration=str(base_path), output_dir=str(out), run_name="base",
                                          quiet=True))
-    stats = json.loads((Path(base_run.run_dir or "") / "report" / "stats.json").read_text())
     from sparring.train.loop import game_metrics
 
-    rows = {0: next(iter(game_metrics(stats, "dond").values()))}
+    rows = {0: next(iter(game_metrics(Path(base_run.run_dir or ""), "dond").values()))}
     Loop(config, file).run()
     state = json.loads((Path(config.output_dir or "") / "state.json").read_text())
     for k in range(1, iterations + 1):
@@ -63,7 +68,7 @@ def selfplay(out: Path, iterations: int, eval_scenarios: int) -> None:
         mean = sum(rewards.values()) / len(rewards) if rewards else float("nan")
         print(f"  iteration {k} ({'base' if k == 0 else config.alias + '@' + str(k)}): {_rate(row)}  "
               f"mean reward {mean:.2f}")
-    gain = (rows[iterations].get("agreement_rate") or 0) - (rows[0].get("agreement_rate") or 0)
+    gain = (_v(rows[iterations], "agreement_rate") or 0) - (_v(rows[0], "agreement_rate") or 0)
     print(f"  agreement gain after {iterations} iteration(s): {100 * gain:+.1f} points "
           f"(target >= +25 after 3); {minutes:.1f} minutes")
 

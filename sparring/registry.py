@@ -8,9 +8,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from sparring.errors import UnknownNameError, closest  # noqa: F401  (closest: re-exported)
+from sparring.errors import SparringError, UnknownNameError, closest  # noqa: F401  (closest: re-exported)
 
 T = TypeVar("T")
+
+
+class PluginError(SparringError):
+    """A registered object (a game, a backend) does not implement its contract."""
 
 
 class Registry(Generic[T]):
@@ -29,21 +33,34 @@ class Registry(Generic[T]):
     instances: list[Registry] = []  # every registry, for `registered_modules`
 
     def __init__(self, kind: str, modules: Iterable[str] = (), *, scan: Iterable[str] = (),
-                 marker: str | None = None, entry_points: str | None = None):
+                 marker: str | None = None, entry_points: str | None = None,
+                 check: Callable[[Any], list[str]] | None = None):
         Registry.instances.append(self)
         self.kind = kind
         self._items: dict[str, T] = {}
+        self._primary: dict[str, str] = {}  # every registered name -> the first name of its object
+        self._check = check
         self._modules = list(modules)
         self._scan, self._marker, self._group = list(scan), marker, entry_points
         self._loaded = False
         self._import_errors: dict[str, str] = {}
 
     def register(self, *names: str) -> Callable[[T], T]:
+        """Decorator registering `obj` under `names` (the first is its canonical name, the others
+        aliases). With a `check`, an object that does not implement the contract is refused with
+        a message naming its module (the plug-in) and what is missing."""
         def deco(obj: T) -> T:
+            if self._check is not None:
+                problems = self._check(obj)
+                if problems:
+                    where = f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)}"
+                    raise PluginError(f"{self.kind} plug-in {where} (registered as {', '.join(map(repr, names))}) "
+                                      f"does not implement the {self.kind} contract: {'; '.join(problems)}")
             for name in names:
                 if name in self._items and self._items[name] is not obj:
                     raise ValueError(f"{self.kind} {name!r} registered twice")
                 self._items[name] = obj
+                self._primary[name] = names[0]
             return obj
 
         return deco
@@ -77,6 +94,12 @@ class Registry(Generic[T]):
                 err.args = (f"{err.args[0]} (some {self.kind} modules failed to import: {broken})",)
             raise err
         return self._items[name]
+
+    def canonical(self, name: str) -> str:
+        """The canonical name of `name` (an alias resolves to the first name its object was
+        registered under); an unknown name is returned unchanged."""
+        self._load()
+        return self._primary.get(name, name)
 
     def import_errors(self) -> dict[str, str]:
         """Modules (or entry points) that failed to import while filling this registry, with why;

@@ -20,7 +20,7 @@ from pydantic import Field
 
 from sparring.agents.lookahead import Lookahead
 from sparring.errors import EpisodeAbort, PrefillNotSupported
-from sparring.games.base import ActionSpec
+from sparring.gameapi.game import ActionSpec
 from sparring.models.topk_scoring import instruction_messages
 from sparring.prompts import PromptSet
 from sparring.registry import Registry

@@ -21,7 +21,7 @@ from sparring.agents.base import AgentGen, TurnContext, gather, register_agent
 from sparring.agents.text_agent import TextAgent, TextAgentConfig
 from sparring.choice import parse_choice, probs_from_logprobs
 from sparring.errors import BackendError, ContextOverflowError, EpisodeAbort, ScoringNotSupported
-from sparring.games.base import Action
+from sparring.gameapi.game import Action
 from sparring.types import Message, new
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import Field
 
-from sparring.games.base import Feedback
+from sparring.gameapi.game import Feedback
 from sparring.types import Strict
 
 

@@ -8,7 +8,7 @@ from sparring.agents.base import Agent, AgentConfig, AgentGen, TurnContext, regi
 from sparring.agents.best_of_n import score_candidates
 from sparring.agents.lookahead import BestOfN
 from sparring.errors import ConfigError
-from sparring.games.base import Action
+from sparring.gameapi.game import Action
 from sparring.types import Message, Strict, new
 
 

@@ -24,7 +24,7 @@ from sparring.stats.stats_tests import bootstrap_ci, mean_or_nan, wilson_interva
 def game_rules(game: str) -> tuple[frozenset[str], str]:
     """(evaluator roles, ranking) of a game by its registered name — what the game declares;
     records of a game that is not installed here are read as having no evaluators, ranked by reward."""
-    from sparring.games.base import GAMES
+    from sparring.gameapi.game import GAMES
 
     if game in GAMES:
         cls = GAMES.get(game)

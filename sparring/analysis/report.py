@@ -34,6 +34,7 @@ from sparring.analysis import metrics as M
 from sparring.analysis import plots as P
 from sparring.analysis.report_sections import ReportContext, ReportSection, section_for
 from sparring.errors import SparringError
+from sparring.numfmt import fmt_num, missing
 from sparring.records.reader import RunData, read_run
 from sparring.records.record import EpisodeRecord
 
@@ -209,32 +210,30 @@ def _env(sections: dict[str, ReportSection] | None = None) -> jinja2.Environment
     env = jinja2.Environment(loader=loader,
                              autoescape=jinja2.select_autoescape(["html", "jinja"]),
                              undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters["num"] = _fmt_num
-    env.filters["pct"] = lambda v, d=1: "–" if _missing(v) else f"{100 * float(v):.{d}f}%"
+    env.filters["num"] = fmt_num
+    env.filters["pct"] = lambda v, d=1: "–" if missing(v) else f"{100 * float(v):.{d}f}%"
     env.filters["ci"] = _fmt_ci
     return env
 
 
-def _missing(v: Any) -> bool:
-    return v is None or isinstance(v, jinja2.Undefined) or (isinstance(v, float) and not math.isfinite(v))
-
-
-def _fmt_num(v: Any, digits: int = 3) -> str:
-    if _missing(v):
-        return "–"
-    if isinstance(v, bool) or isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return f"{v:.{digits}f}"
-    return str(v)
-
-
 def _fmt_ci(v: Any, digits: int = 3, pct: bool = False) -> str:
-    if _missing(v) or not isinstance(v, (list, tuple)) or len(v) != 2 or any(_missing(x) for x in v):
+    if missing(v) or not isinstance(v, (list, tuple)) or len(v) != 2 or any(missing(x) for x in v):
         return "–"
     if pct:
         return f"[{100 * v[0]:.1f}, {100 * v[1]:.1f}]%"
     return f"[{v[0]:.{digits}f}, {v[1]:.{digits}f}]"
+
+
+def report_run(run_dir: str | Path, console: Any) -> Path | None:
+    """The report of a finished run, asked for after it (the CLI, bench, loops): a failing report
+    never loses the run, it says how to redo it. `console`: a rich Console for the messages."""
+    try:
+        path = write_report(run_dir)
+    except Exception as e:  # noqa: BLE001 — the run is stored; the report can be redone
+        console.print(f"[yellow]report failed ({type(e).__name__}: {e}); retry with `sparring report {run_dir}`[/yellow]")
+        return None
+    console.print(f"report: {path}")
+    return path
 
 
 def write_report(run_dir: str | Path, out_dir: str | Path | None = None, *, seed: int = 0,

@@ -16,6 +16,12 @@ from sparring.registry import Registry
 from sparring.stats.ratings import Comparison
 
 
+def rated_records(records: list[EpisodeRecord], *, aborted: bool) -> list[EpisodeRecord]:
+    """Episodes with an outcome that count: complete ones, and aborted ones if `aborted`."""
+    ok = ("complete", "aborted") if aborted else ("complete",)
+    return [r for r in records if r.outcome is not None and r.status in ok]
+
+
 @dataclass(frozen=True)
 class ReportContext:
     """Knobs shared by every section (deterministic per `seed`)."""
@@ -36,10 +42,14 @@ class ReportSection:
     # True if compute/csv_columns read records' `calls` or `events`. Reports otherwise load
     # records without them (`record.without_transcript`), which is most of their size.
     needs_transcripts: ClassVar[bool] = False
+    # True if episodes the game aborted (invalid outputs, a broken rule) count too: for games
+    # whose aborts are part of the play (an abort rate is a result), not engine failures.
+    counts_aborted: ClassVar[bool] = False
 
     def rated(self, records: list[EpisodeRecord]) -> list[EpisodeRecord]:
-        """Records that count for win rates / ratings (default: complete episodes)."""
-        return [r for r in records if r.status == "complete" and r.outcome is not None]
+        """Records that count for win rates / ratings: complete episodes (and aborted ones with
+        `counts_aborted`)."""
+        return rated_records(records, aborted=self.counts_aborted)
 
     def comparisons(self, records: list[EpisodeRecord]) -> list[Comparison] | None:
         """Pairwise results for the Bradley–Terry table; None = the generic reward comparison."""
@@ -69,4 +79,9 @@ def register_report_section(*games: str):
 
 
 def section_for(game: str) -> ReportSection | None:
-    return SECTIONS.get(game)() if game in SECTIONS else None
+    """The report section of `game` (an alias resolves through the game registry, the one place
+    that knows them, so a section registers under the game's canonical name only)."""
+    from sparring.gameapi import GAMES
+
+    name = GAMES.canonical(game)
+    return SECTIONS.get(name)() if name in SECTIONS else None

@@ -1,6 +1,6 @@
 """`sparring bench MODEL [MODEL...]`: play the versioned benchmark suite with each model and score
 it clembench-style (% played, quality, clemscore with bootstrap CIs). The logic lives in
-`sparring.analysis.bench`; the suites in `sparring/configs/bench/`.
+`sparring.evaluation.bench`; the suites in `sparring/configs/bench/`.
 
 Exit codes as `sparring run`: 0 every scheduled episode is stored (skipped games, which this
 installation does not have, are reported but do not fail the command); 2 a user error (unknown
@@ -32,7 +32,7 @@ def bench(
     """Benchmark models on a fixed suite of games (taboo, wordle, dond, textworld, debate, ...)."""
     from rich.console import Console
 
-    from sparring.analysis.bench import BenchOptions, run_bench
+    from sparring.evaluation.bench import BenchOptions, run_bench
 
     picked = [g.strip() for g in games.split(",") if g.strip()] if games else None
     result = run_bench(BenchOptions(models=list(dict.fromkeys(models)), suite=suite, games=picked, instances=instances,

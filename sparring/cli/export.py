@@ -39,7 +39,7 @@ def sft(runs: list[Path] = typer.Argument(None, help="Run directories."), output
         role: str | None = Role, agent: str | None = AgentOpt, keep: str = Keep, k: int = K,
         with_corrections: bool = Corrections, include_aborted: bool = Aborted,
         judge_target: str = typer.Option("verdict", "--judge-target", help="verdict | correct (judge rows)"),
-        human: str | None = typer.Option(None, "--human", help="dond | nyu: export human games from FILE instead"),
+        human: str | None = typer.Option(None, "--human", help="a game's human-data source (dond, nyu, ...): export human games from FILE instead"),
         human_file: Path | None = typer.Option(None, "--human-file", help="data.txt (dond) or readable JSONL (nyu)"),
         split: str = typer.Option("all", "--split", help="Human data: train | val | test | all."),
         fmt: str = Fmt) -> None:

@@ -10,8 +10,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from sparring.engine.plan import RunOptions
 
 # Exit codes: 0 every scheduled episode is stored; 2 a user error (bad config, file, option);
 # 3 the run ended incomplete (failed episodes, a lost worker, a server that went away); 130 Ctrl-C.
@@ -45,11 +49,18 @@ def _workers(value: str | None) -> int | str | None:
         raise ConfigError(f"--workers expects a number or 'auto', got {value!r}") from None
 
 
-def _run(configuration: str | None, **kw) -> None:
-    from sparring.engine.run import RunOptions, run_experiment
+def _run(opts: RunOptions, *, report: bool = True) -> None:
+    """Play the run, then (unless --no-report) ask analysis for its report: the engine writes none."""
+    from rich.console import Console
 
-    no_report = kw.pop("no_report", False)
-    result = run_experiment(RunOptions(configuration=configuration, report=not no_report, **kw))
+    from sparring.engine.run import run_experiment
+
+    console = Console()
+    result = run_experiment(opts, console=console)
+    if report and result.status not in ("interrupted", "dry-run") and result.run_dir is not None:
+        from sparring.analysis.report import report_run
+
+        report_run(result.run_dir, console)
     if result.status == "interrupted":
         raise typer.Exit(EXIT_INTERRUPTED)
     if result.status == "incomplete":
@@ -64,9 +75,12 @@ def run(
     seed: int | None = Seed, run_name: str | None = RunName, quiet: bool = Quiet, no_report: bool = NoReport,
 ) -> None:
     """Run an experiment (debate, negotiation, any registered game); resumable."""
-    _run(name, num_iters=num_iters, dry_run=dry_run, resume=resume, retry_failed=retry_failed, shard=shard,
-         output_dir=output_dir, models_file=models_file, max_live=max_live, workers=_workers(workers),
-         seed=seed, run_name=run_name, quiet=quiet, no_report=no_report)
+    from sparring.engine.plan import RunOptions
+
+    _run(RunOptions(configuration=name, num_iters=num_iters, dry_run=dry_run, resume=resume,
+                    retry_failed=retry_failed, shard=shard, output_dir=output_dir, models_file=models_file,
+                    max_live=max_live, workers=_workers(workers), seed=seed, run_name=run_name, quiet=quiet),
+         report=not no_report)
 
 
 def merge(
@@ -85,7 +99,7 @@ def merge(
     Console(soft_wrap=True).print(f"merged {len(dirs)} run(s) into {output}: {c['done']} episodes, {c['failed']} failed "
                     f"({manifest['status']})")
     if report:
-        from sparring.engine.run import report_run
+        from sparring.analysis.report import report_run
 
         report_run(Path(output), Console())
 
@@ -129,10 +143,12 @@ def script_main(family: str, prog: str, argv: list[str] | None = None) -> None:
         models_file: str | None = ModelsFile, max_live: int | None = MaxLive, workers: str | None = Workers,
         seed: int | None = Seed, run_name: str | None = RunName, quiet: bool = Quiet, no_report: bool = NoReport,
     ) -> None:
-        _run(configuration, num_iters=num_iters, dry_run=dry_run, resume=resume,
-             retry_failed=retry_failed, shard=shard, output_dir=output_dir, models_file=models_file,
-             max_live=max_live, workers=_workers(workers), seed=seed, run_name=run_name, quiet=quiet,
-             no_report=no_report)
+        from sparring.engine.plan import RunOptions
+
+        _run(RunOptions(configuration=configuration, num_iters=num_iters, dry_run=dry_run, resume=resume,
+                        retry_failed=retry_failed, shard=shard, output_dir=output_dir, models_file=models_file,
+                        max_live=max_live, workers=_workers(workers), seed=seed, run_name=run_name, quiet=quiet),
+             report=not no_report)
 
     debug = os.environ.get("SPARRING_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
     try:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from sparring.errors import ConfigError
-from sparring.games.base import DatasetConfig
+from sparring.gameapi.game import DatasetConfig
 from sparring.records import store
 from sparring.records.files import CONFIG
 from sparring.types import Strict
@@ -45,6 +45,29 @@ class TournamentConfig(Strict):
         if self.type != "replicate" and self.source_run:
             raise ValueError(f"'source_run' is only used by type 'replicate' (type is {self.type!r})")
         return self
+
+
+class RunSettings(Strict):
+    """Run values given by the caller (the command line, a loop, the bench) that replace the
+    config's own: typed fields, not dotted strings. Set before validation, so a bad value is
+    reported like the same key in the YAML file."""
+
+    num_iters: int | None = None
+    seed: int | None = None
+    max_live: int | None = None
+    workers: int | str | None = None
+    output_dir: str | None = None
+    name: str | None = None
+    models_file: str | None = None
+
+    def apply(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """`raw` (a config mapping, changed in place) with these values set where given."""
+        run = {k: v for k, v in self.model_dump(exclude={"models_file"}).items() if v is not None}
+        if run:
+            raw["run"] = {**(raw["run"] if isinstance(raw.get("run"), dict) else {}), **run}
+        if self.models_file is not None:
+            raw["models_file"] = self.models_file
+        return raw
 
 
 class RunConfig(Strict):

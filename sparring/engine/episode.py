@@ -17,7 +17,7 @@ from pydantic import ConfigDict, Field
 from sparring.agents.base import Agent, AgentGen, TurnContext, gather, unwrap
 from sparring.engine.lookahead import GameLookahead
 from sparring.errors import EpisodeAbandoned, EpisodeAbort
-from sparring.games.base import Action, Game, Instance, Outcome, Seat
+from sparring.gameapi.game import Action, Game, Instance, Outcome, Seat
 from sparring.records.record import CallRecord, EpisodeRecord, SeatRecord, episode_id
 from sparring.types import GenerateRequest, Strict, new
 

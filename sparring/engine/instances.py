@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from sparring.config_io import format_validation_error
 from sparring.errors import ConfigError, SparringError, UnknownNameError
-from sparring.games.base import DatasetConfig, Instance
+from sparring.gameapi.game import DatasetConfig, Instance
 
 
 def load_instances(exp: Any) -> list[Instance]:

@@ -18,9 +18,9 @@ import jinja2
 
 from sparring.agents.base import AGENTS, Agent, AgentConfig
 from sparring.config_io import read_yaml, validate
-from sparring.engine.config import ExperimentConfig, config_hash
+from sparring.engine.config import ExperimentConfig, RunSettings, config_hash
 from sparring.errors import ConfigError, SparringError, UnknownNameError, closest
-from sparring.games.base import GAMES, Game
+from sparring.gameapi.game import GAMES, Game
 from sparring.models.spec import ModelSpec
 from sparring.prompts import PromptSet, prompt_set
 from sparring.types import Sampling
@@ -56,25 +56,13 @@ def find_config(name_or_path: str | Path) -> Path:
     raise UnknownNameError("configuration", str(name_or_path), list(known))
 
 
-def _set_dotted(data: dict, key: str, value: Any) -> None:
-    parts = key.split(".")
-    cur = data
-    for part in parts[:-1]:
-        nxt = cur.get(part)
-        if not isinstance(nxt, dict):
-            nxt = {}
-            cur[part] = nxt
-        cur = nxt
-    cur[parts[-1]] = value
-
-
-def load_config(name_or_path: str | Path, overrides: dict[str, Any] | None = None) -> tuple[ExperimentConfig, Path]:
-    """Read and validate one config; `overrides` are dotted keys (`run.num_iters`) set first."""
+def load_config(name_or_path: str | Path, settings: RunSettings | None = None) -> tuple[ExperimentConfig, Path]:
+    """Read and validate one config; `settings` (the caller's run values) replace its own first."""
     path = find_config(name_or_path)
-    return config_from_data(read_yaml(path), path, overrides)
+    return config_from_data(read_yaml(path), path, settings)
 
 
-def config_from_data(raw: Any, path: Path, overrides: dict[str, Any] | None = None) -> tuple[ExperimentConfig, Path]:
+def config_from_data(raw: Any, path: Path, settings: RunSettings | None = None) -> tuple[ExperimentConfig, Path]:
     """Validate an experiment given as data (a parsed YAML file, or a dict built in code: the
     in-memory play API needs no file); `path` names it in errors and anchors relative paths."""
     if raw is None:
@@ -82,9 +70,8 @@ def config_from_data(raw: Any, path: Path, overrides: dict[str, Any] | None = No
     if not isinstance(raw, dict):
         raise ConfigError(f"configuration {path.stem!r}: expected a mapping at the top level", file=str(path))
     raw = copy.deepcopy(raw)
-    for key, value in (overrides or {}).items():
-        if value is not None:
-            _set_dotted(raw, key, value)
+    if settings is not None:
+        settings.apply(raw)
     tour = raw.get("tournament")
     if isinstance(tour, dict) and tour.get("type") == "replicate" and tour.get("source_run"):
         _inherit_from_source(raw, str(tour["source_run"]), path)

@@ -12,7 +12,7 @@ import random
 from typing import Any
 
 from sparring.agents.base import Agent, AgentGen, TurnContext, gather
-from sparring.games.base import Action, Feedback, Game
+from sparring.gameapi.game import Action, Feedback, Game
 
 
 class GameLookahead:

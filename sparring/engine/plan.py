@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from sparring.agents.base import Agent, AgentGen
 from sparring.engine.branch import BranchDriver
+from sparring.engine.config import RunSettings
 from sparring.engine.episode import EpisodeDriver, EpisodeJob
 from sparring.engine.instances import load_instances
 from sparring.engine.loader import Experiment, load_config, resolve
@@ -33,6 +34,8 @@ class FailureSink(Protocol):
 
 @dataclass
 class RunOptions:
+    """Everything a caller decides about one run, as explicit fields (the command line's options)."""
+
     configuration: str | None = None
     num_iters: int | None = None
     dry_run: bool = False
@@ -46,7 +49,11 @@ class RunOptions:
     seed: int | None = None
     run_name: str | None = None
     quiet: bool = False
-    report: bool = True
+
+    def settings(self) -> RunSettings:
+        """The fields that replace the config's own `run:` values and models file."""
+        return RunSettings(num_iters=self.num_iters, seed=self.seed, max_live=self.max_live, workers=self.workers,
+                           output_dir=self.output_dir, name=self.run_name, models_file=self.models_file)
 
 
 @dataclass
@@ -68,7 +75,6 @@ class RunResult:
     status: str
     summary: dict[str, Any] = field(default_factory=dict)
     plan: dict[str, Any] = field(default_factory=dict)
-    report: Path | None = None
 
 
 def prepare(opts: RunOptions, instances: list[Any] | None = None) -> Plan:
@@ -76,15 +82,12 @@ def prepare(opts: RunOptions, instances: list[Any] | None = None) -> Plan:
     get theirs from the parent instead of reading the dataset again)."""
     if not opts.configuration and not opts.resume:
         raise ConfigError("give a configuration name/path (--configuration) or a run directory (--resume)")
-    overrides = {"run.num_iters": opts.num_iters, "run.seed": opts.seed, "run.max_live": opts.max_live,
-                 "run.workers": opts.workers,
-                 "run.output_dir": opts.output_dir, "run.name": opts.run_name, "models_file": opts.models_file}
     source: str | Path | None = opts.configuration
     if source is None:
         source = Path(str(opts.resume)).expanduser() / CONFIG
         if not Path(source).is_file():
             raise ConfigError("--resume: not a run directory (no config.yaml)", file=str(source))
-    cfg, path = load_config(source, overrides)
+    cfg, path = load_config(source, opts.settings())
     exp = resolve(cfg, path)
     if instances is None:
         instances = load_instances(exp)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sparring.agents.base import Agent
+from sparring.engine.config import RunSettings
 from sparring.engine.episode import EpisodeJob
 from sparring.engine.instances import load_instances
 from sparring.engine.loader import Experiment, build_agents, config_from_data, load_config, resolve
@@ -27,7 +28,7 @@ from sparring.engine.plan import episodes
 from sparring.engine.runner import Runner, RunStats
 from sparring.engine.schedule import Schedule, derive_seed, matchup_name, seats_for
 from sparring.errors import SparringError
-from sparring.games.base import Instance
+from sparring.gameapi.game import Instance
 from sparring.models.base import Model
 from sparring.models.pool import ModelPool
 from sparring.records.record import EpisodeRecord
@@ -113,7 +114,7 @@ class Arena:
         self.schedule = Schedule(exp, list(self.instances))
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any] | str | Path, *, overrides: dict[str, Any] | None = None,
+    def from_config(cls, config: Mapping[str, Any] | str | Path, *, settings: RunSettings | None = None,
                     instances: Iterable[Instance] | None = None, pool: ModelPool | None = None,
                     models: Mapping[str, Model] | None = None, base_dir: str | Path | None = None) -> Arena:
         """From a shipped config name, a YAML path, or a dict (named `inline` unless it has a
@@ -121,9 +122,9 @@ class Arena:
         Injected `models` need no entry in the models file."""
         if isinstance(config, Mapping):
             path = Path(base_dir or Path.cwd()) / f"{config.get('name') or 'inline'}.yaml"
-            cfg, path = config_from_data(dict(config), path, overrides)
+            cfg, path = config_from_data(dict(config), path, settings)
         else:
-            cfg, path = load_config(config, overrides)
+            cfg, path = load_config(config, settings)
         from sparring.models.spec import ModelSpec
 
         injected = {alias: ModelSpec(name=alias, backend="injected") for alias in models or {}}
@@ -198,7 +199,8 @@ class Arena:
 
 def play(config: Mapping[str, Any] | str | Path, jobs: Iterable[EpisodeJob] | None = None, *,
          models: Mapping[str, Model] | None = None, store: RunStore | None = None,
-         **kwargs: Any) -> list[EpisodeRecord]:
-    """One-shot: build an `Arena` from `config`, play `jobs` (default: its whole schedule), close."""
-    with Arena.from_config(config, models=models, **kwargs) as arena:
-        return arena.play(arena.jobs() if jobs is None else jobs, store=store)
+         settings: RunSettings | None = None, max_live: int | None = None) -> list[EpisodeRecord]:
+    """One-shot: build an `Arena` from `config` (with the caller's run `settings`), play `jobs`
+    (default: its whole schedule) `max_live` at a time (default the config's), close."""
+    with Arena.from_config(config, models=models, settings=settings) as arena:
+        return arena.play(arena.jobs() if jobs is None else jobs, store=store, max_live=max_live)

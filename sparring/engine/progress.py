@@ -39,13 +39,6 @@ class RunProgress:
         if self.enabled:
             self._progress.update(self._task, completed=done + failed, failed=failed, tps=tokens_per_s)
 
-    def set_total(self, total: int, description: str | None = None) -> None:
-        fields: dict[str, Any] = {"total": total}
-        if description:
-            fields["description"] = description
-        self._progress.update(self._task, **fields)
-
-
 def print_plan(console: Console, plan: dict[str, Any]) -> None:
     """What --dry-run resolved: game, instances, models, agents, the schedule and the shard."""
     console.print(f"[bold]configuration[/bold] {plan['name']}  ({plan['file']})")

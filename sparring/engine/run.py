@@ -1,10 +1,12 @@
-"""Run an experiment: load -> resolve -> schedule -> shard -> skip stored -> play -> store -> report.
+"""Run an experiment: load -> resolve -> schedule -> shard -> skip stored -> play -> store.
 
 Entry points (`scripts/run_debate.py`, `scripts/run_negotiation.py`, `sparring run`) are thin
 wrappers around `run_experiment`. Models are loaded before the first episode so that a broken
 model fails the command at once instead of recording every episode as failed; `--dry-run` stops
 before that and never loads weights. Ctrl-C stops admitting episodes and lets the live ones
 finish (a second Ctrl-C stops at once); whatever was stored stays, and the same command resumes.
+The engine writes no report: the layers above it (the CLI, bench, loops) ask analysis for one
+after the run (`sparring.analysis.report.report_run`).
 """
 
 from __future__ import annotations
@@ -31,10 +33,10 @@ from sparring.records.reader import iter_records
 from sparring.records.record import EpisodeRecord
 from sparring.records.store import RunStore
 
-__all__ = ["Plan", "RunOptions", "RunResult", "describe", "prepare", "run_experiment"]
+__all__ = ["Plan", "RunOptions", "RunResult", "RunSession", "describe", "prepare", "run_experiment"]
 
 
-class _Session:
+class _Counters:
     """Counters of this invocation, fed by the store's group commits."""
 
     def __init__(self) -> None:
@@ -44,62 +46,91 @@ class _Session:
         self.load_s = 0.0
 
 
-def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: Any = None) -> RunResult:
-    console = console or Console()
-    with sparse_gc():
-        plan = prepare(opts)
-    exp = plan.exp
-    if opts.dry_run:
-        info = describe(plan)
-        print_plan(console, info)
-        return RunResult(run_dir=None, status="dry-run", plan=info)
+class RunSession:
+    """One invocation of a run, in its four steps: `load` (resolve the experiment, open the store,
+    load the models or start the workers), `schedule` (the first round's jobs, written to the
+    manifest), `play` (every round, resumable, Ctrl-C aware) and `close` (store, runner, models;
+    the summary). Every knob is an explicit field of `RunOptions`; `run()` does all four.
 
-    from sparring.models.pool import ModelPool
+        with RunSession(RunOptions(configuration="debate-quickstart", max_live=8)) as session:
+            result = session.run()
+    """
 
-    workers = resolve_workers(exp.config.run.workers)
-    if workers > 1 and pool is not None:
-        raise ConfigError("run.workers > 1 builds models inside each worker; it cannot use a model pool "
-                          "passed in by the caller")
-    own_pool = pool is None
-    pool = ModelPool(exp.specs) if pool is None else pool
-    store = open_store(plan.run_dir, exp.config, redact=pool.redact)
-    session = _Session()
-    runner: EpisodeRunner | None = None
-    status = "incomplete"
-    try:
-        if workers > 1:  # start them now: they load their models while the schedule is built
-            if not opts.quiet:
-                console.print(f"starting {workers} worker processes (each loads its own models) ...")
-            runner = ParallelRunner(opts, workers, store, plan, start=exp.config.run.worker_start)
-        for alias, model in plan.extra_models.items():
-            pool.add(alias, model)
-        agents = build_agents(exp)
-        # With workers, each worker loads its own models (and a broken one fails them all at once).
-        for alias in models_to_load(plan) if workers == 1 else []:
-            if not opts.quiet:
-                console.print(f"loading model {alias} ...")
-            pool.get(alias)
-        session.load_s = time.time() - session.started
-        session.started = time.time()
+    def __init__(self, opts: RunOptions, *, console: Console | None = None, pool: Any = None):
+        self.opts = opts
+        self.console = console or Console()
+        self.pool, self._own_pool = pool, pool is None
+        self.plan: Plan | None = None
+        self.store: RunStore | None = None
+        self.runner: EpisodeRunner | None = None
+        self.agents: dict[str, Any] = {}
+        self.workers = 1
+        self.status = "incomplete"
+        self.counters = _Counters()
+        self.first: list[EpisodeJob] = []
+        self._closed = False
+
+    # -- the four steps ---------------------------------------------------------------------------
+    def load(self) -> Plan:
+        """Resolve the experiment (no weights yet), then open the store and load the models."""
         with sparse_gc():
-            first = plan.schedule.jobs(1, {})
-        total = _total(plan, first)
+            plan = self.plan = prepare(self.opts)
+        if self.opts.dry_run:
+            return plan
+        from sparring.models.pool import ModelPool
+
+        exp = plan.exp
+        self.workers = resolve_workers(exp.config.run.workers)
+        if self.workers > 1 and self.pool is not None:
+            raise ConfigError("run.workers > 1 builds models inside each worker; it cannot use a model pool "
+                              "passed in by the caller")
+        self.pool = ModelPool(exp.specs) if self.pool is None else self.pool
+        self.store = open_store(plan.run_dir, exp.config, redact=self.pool.redact)
+        if self.workers > 1:  # start them now: they load their models while the schedule is built
+            if not self.opts.quiet:
+                self.console.print(f"starting {self.workers} worker processes (each loads its own models) ...")
+            self.runner = ParallelRunner(self.opts, self.workers, self.store, plan, start=exp.config.run.worker_start)
+        for alias, model in plan.extra_models.items():
+            self.pool.add(alias, model)
+        self.agents = build_agents(exp)
+        # With workers, each worker loads its own models (and a broken one fails them all at once).
+        for alias in models_to_load(plan) if self.workers == 1 else []:
+            if not self.opts.quiet:
+                self.console.print(f"loading model {alias} ...")
+            self.pool.get(alias)
+        self.counters.load_s = time.time() - self.counters.started
+        self.counters.started = time.time()
+        return plan
+
+    def schedule(self) -> dict[str, int]:
+        """The first round's jobs; the totals (all, in this shard) go to the manifest."""
+        plan, store = self._loaded()
+        with sparse_gc():
+            self.first = plan.schedule.jobs(1, {})
+        total = _total(plan, self.first)
         store.write_manifest(status="running", schedule={"total": total["all"], "shard": shard_label(plan.shard),
                                                           "in_shard": total["in_shard"]})
+        return total
+
+    def play(self, total: dict[str, int]) -> str:
+        """Every round's jobs not stored yet; returns the status (complete, incomplete, interrupted)."""
+        plan, store = self._loaded()
+        opts, console, session = self.opts, self.console, self.counters
+        exp = plan.exp
         interrupted = False
         scheduled: list[str] = []  # ids this invocation was responsible for (all rounds played)
-        with RunProgress(total["in_shard"], console=console, enabled=not opts.quiet,
-                         description=exp.name) as bar:
-            active: EpisodeRunner = runner if runner is not None else InProcessRunner(
-                exp, plan.instances, agents, pool.get, on_done=store.add_done, on_failed=store.add_failed)
-            runner = active
+        with RunProgress(total["in_shard"], console=console, enabled=not opts.quiet, description=exp.name) as bar:
+            assert self.pool is not None
+            active: EpisodeRunner = self.runner if self.runner is not None else InProcessRunner(
+                exp, plan.instances, self.agents, self.pool.get, on_done=store.add_done, on_failed=store.add_failed)
+            self.runner = active
             active.on_tick = _committer(store, session, active, bar)
             with _sigint(active, console):
                 results: dict[str, EpisodeRecord] = {}
                 for rnd in range(1, plan.schedule.rounds + 1):
                     if plan.schedule.swiss and rnd > 1:
                         results = {r.id: r for r in iter_records(plan.run_dir, transcripts=False)}
-                    jobs = select(first if rnd == 1 else plan.schedule.jobs(rnd, results), plan.shard)
+                    jobs = select(self.first if rnd == 1 else plan.schedule.jobs(rnd, results), plan.shard)
                     todo = [j for j in jobs if not store.stored(j.id)
                             and (opts.retry_failed or j.id not in store.failed)]
                     skipped_failed = 0 if opts.retry_failed else sum(1 for j in jobs if j.id in store.failed)
@@ -114,39 +145,85 @@ def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: An
                         interrupted = active.stopped_by is None  # a user's Ctrl-C, not a circuit breaker
                         break
         missing = [i for i in scheduled if not store.stored(i)]
-        status = "interrupted" if interrupted else ("incomplete" if missing or active.errors
-                                                    or active.stopped_by else "complete")
-    except KeyboardInterrupt:
-        status = "interrupted"
-    finally:
-        if runner is not None:
-            runner.close()
-        store.close(status=status)
-        if own_pool:
-            pool.close()
-    wall = time.time() - session.started
-    tokens = runner.stats.completion_tokens if runner else 0
-    counts = store.counts()
-    summary: dict[str, Any] = {"experiment": exp.name, "done": session.done, "aborted": session.aborted, "failed": session.failed,
-               "skipped": session.skipped, "stored_done": counts["done"], "stored_failed": counts["failed"],
-               "tokens": tokens, "tokens_per_s": tokens / max(wall, 1e-9),
-               "episodes_per_s": (session.done + session.failed) / max(wall, 1e-9), "wall_s": wall,
-               "load_s": session.load_s, "verdict_methods": dict(sorted(session.verdicts.items())),
-               "status": status, "run_dir": str(plan.run_dir)}
-    if runner is not None and runner.errors:
-        summary["worker_errors"] = list(runner.errors)
-    if not opts.quiet:
-        print_summary(console, summary)
-    for err in summary.get("worker_errors", []):
-        console.print(f"[red]{err}[/red]")
-    if summary.get("worker_errors") and session.done + session.failed == 0:
-        raise SparringError(f"every worker failed before storing an episode; first error: {summary['worker_errors'][0]}")
-    if status == "interrupted":
-        console.print(f"[yellow]interrupted; stored episodes are safe. Resume with --resume {plan.run_dir}[/yellow]")
-    elif status == "incomplete":
-        _explain_incomplete(console, plan.run_dir, store, runner)
-    report = report_run(plan.run_dir, console) if opts.report and status != "interrupted" else None
-    return RunResult(run_dir=plan.run_dir, status=status, summary=summary, report=report)
+        self.status = "interrupted" if interrupted else ("incomplete" if missing or active.errors
+                                                         or active.stopped_by else "complete")
+        return self.status
+
+    def close(self) -> None:
+        """Close the runner (workers), the store (with the status) and the models this session
+        loaded; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.runner is not None:
+            self.runner.close()
+        if self.store is not None:
+            self.store.close(status=self.status)
+        if self._own_pool and self.pool is not None:
+            self.pool.close()
+
+    # -- all of it ------------------------------------------------------------------------------------
+    def run(self) -> RunResult:
+        """load, schedule, play, close; then the summary (and why a run is incomplete)."""
+        try:
+            plan = self.load()
+            if self.opts.dry_run:
+                info = describe(plan)
+                print_plan(self.console, info)
+                return RunResult(run_dir=None, status="dry-run", plan=info)
+            self.play(self.schedule())
+        except KeyboardInterrupt:
+            self.status = "interrupted"
+            if self.store is None:  # nothing opened yet: nothing to summarise
+                raise
+        finally:
+            self.close()
+        return self._result()
+
+    def __enter__(self) -> RunSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- helpers --------------------------------------------------------------------------------------
+    def _loaded(self) -> tuple[Plan, RunStore]:
+        if self.plan is None or self.store is None:
+            raise SparringError("RunSession: call load() first (a dry run plays nothing)")
+        return self.plan, self.store
+
+    def _result(self) -> RunResult:
+        plan, store = self._loaded()
+        session, runner, console, status = self.counters, self.runner, self.console, self.status
+        wall = time.time() - session.started
+        tokens = runner.stats.completion_tokens if runner else 0
+        counts = store.counts()
+        summary: dict[str, Any] = {
+            "experiment": plan.exp.name, "done": session.done, "aborted": session.aborted, "failed": session.failed,
+            "skipped": session.skipped, "stored_done": counts["done"], "stored_failed": counts["failed"],
+            "tokens": tokens, "tokens_per_s": tokens / max(wall, 1e-9),
+            "episodes_per_s": (session.done + session.failed) / max(wall, 1e-9), "wall_s": wall,
+            "load_s": session.load_s, "verdict_methods": dict(sorted(session.verdicts.items())),
+            "status": status, "run_dir": str(plan.run_dir)}
+        if runner is not None and runner.errors:
+            summary["worker_errors"] = list(runner.errors)
+        if not self.opts.quiet:
+            print_summary(console, summary)
+        for err in summary.get("worker_errors", []):
+            console.print(f"[red]{err}[/red]")
+        if summary.get("worker_errors") and session.done + session.failed == 0:
+            raise SparringError(f"every worker failed before storing an episode; first error: {summary['worker_errors'][0]}")
+        if status == "interrupted":
+            console.print(f"[yellow]interrupted; stored episodes are safe. Resume with --resume {plan.run_dir}[/yellow]")
+        elif status == "incomplete":
+            _explain_incomplete(console, plan.run_dir, store, runner)
+        return RunResult(run_dir=plan.run_dir, status=status, summary=summary)
+
+
+def run_experiment(opts: RunOptions, *, console: Console | None = None, pool: Any = None) -> RunResult:
+    """Play one run to the end (`RunSession.run`): what `sparring run` does, minus the report."""
+    with RunSession(opts, console=console, pool=pool) as session:
+        return session.run()
 
 
 def _explain_incomplete(console: Console, run_dir: Path, store: RunStore, runner: EpisodeRunner | None) -> None:
@@ -167,7 +244,7 @@ def _total(plan: Plan, first: list[EpisodeJob]) -> dict[str, int]:
     return {"all": len(first) * rounds, "in_shard": len(select(first, plan.shard)) * rounds}
 
 
-def _committer(store: RunStore, session: _Session, runner: EpisodeRunner, bar: RunProgress):
+def _committer(store: RunStore, session: _Counters, runner: EpisodeRunner, bar: RunProgress):
     def commit() -> None:
         for rec in store.commit():
             for method in rec.verdict_methods:
@@ -205,16 +282,3 @@ class _sigint:
             signal.signal(signal.SIGINT, self.previous)
 
 
-def report_run(run_dir: Path, console: Console) -> Path | None:
-    """Write the report if the report module is available; a failing report never loses the run."""
-    try:
-        from sparring.analysis.report import write_report
-    except ImportError:
-        return None
-    try:
-        path = write_report(run_dir)
-    except Exception as e:  # noqa: BLE001 — the run is stored; the report can be redone
-        console.print(f"[yellow]report failed ({type(e).__name__}: {e}); retry with `sparring report {run_dir}`[/yellow]")
-        return None
-    console.print(f"report: {path}")
-    return path

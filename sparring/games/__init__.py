@@ -1,5 +1,3 @@
-"""Game rules (debate, negotiation). Games never call models: they turn actions into state."""
-
-from sparring.games.base import GAMES, Action, ActionSpec, Event, Feedback, Game, Outcome, Seat, register_game
-
-__all__ = ["GAMES", "Action", "ActionSpec", "Event", "Feedback", "Game", "Outcome", "Seat", "register_game"]
+"""The games, one folder each: rules, state, instances and sources, prompts, hooks and report
+section. Games never call models: they turn actions into state. The contract they implement is
+`sparring.gameapi`; nothing outside a game's folder imports it (the registry finds it)."""

@@ -13,7 +13,7 @@ import concurrent.futures
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Coroutine, Iterable
+from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -98,10 +98,6 @@ class LoopThread:
             future.cancel()
             raise
 
-    async def arun(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Await `coro` from another event loop without blocking that loop."""
-        return await asyncio.wrap_future(self.submit(coro))
-
     def close(self) -> None:
         """Stop the loop and join the thread. Safe to call twice."""
         with self._lock:
@@ -115,24 +111,3 @@ class LoopThread:
                 return
             _shutdown(loop, thread)
 
-
-async def gather_or_cancel(aws: Iterable[Awaitable[T]]) -> list[T]:
-    """Like `asyncio.gather`, but on the first failure cancel the rest before re-raising,
-    so a batch that is going to fail does not keep spending requests."""
-    tasks = [asyncio.ensure_future(a) for a in aws]
-    if not tasks:
-        return []
-    try:
-        done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-        if pending:  # some task failed
-            for t in pending:
-                t.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-        for t in tasks:
-            if t.done() and not t.cancelled() and t.exception() is not None:
-                raise t.exception()  # type: ignore[misc]
-        return [t.result() for t in tasks]
-    except asyncio.CancelledError:
-        for t in tasks:
-            t.cancel()
-        raise

@@ -132,14 +132,6 @@ class StopCriteria(StoppingCriteria):
         return torch.tensor([d is not None for d in self.done_at], device=input_ids.device)  # type: ignore[return-value]
 
 
-def left_pad(rows: Sequence[Sequence[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
-    """Left-padded input ids and attention mask, so every row's next token sits in the last column."""
-    from sparring.models.hf_prefix import pack
-
-    packed = pack([(r, 0, []) for r in rows], pad_id, device)
-    return packed.input_ids, packed.attention_mask
-
-
 def cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
     """Text before the earliest stop string, and whether one was found."""
     hits = [i for i in (text.find(s) for s in stops if s) if i >= 0]

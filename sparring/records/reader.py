@@ -128,16 +128,6 @@ def stored_ids(run_dir: str | Path) -> dict[str, str]:
     return out
 
 
-def failed_ids(run_dir: str | Path, done: dict[str, str] | None = None) -> dict[str, str]:
-    """id -> error of the latest failure of every episode not since stored as done."""
-    done = stored_ids(run_dir) if done is None else done
-    out: dict[str, str] = {}
-    for obj in iter_jsonl(Path(run_dir) / FAILURES):
-        if "id" in obj and obj["id"] not in done:
-            out[obj["id"]] = obj.get("error") or ""
-    return out
-
-
 def read_manifest(run_dir: str | Path, warnings: list[str] | None = None) -> dict[str, Any]:
     path = Path(run_dir) / MANIFEST
     if not path.exists():

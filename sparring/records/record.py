@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from sparring.games.base import Event, Outcome
+from sparring.gameapi.game import Event, Outcome
 from sparring.stable_json import stable_dumps
 from sparring.types import Completion, Message, Sampling, Strict, Usage
 

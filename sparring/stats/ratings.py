@@ -55,11 +55,6 @@ class RatingTable:
         }
 
 
-def expected_score(r_a: float, r_b: float, scale: float = 400.0, base: float = 10.0) -> float:
-    """Model probability that a rating-r_a player beats a rating-r_b player."""
-    return 1.0 / (1.0 + base ** ((r_b - r_a) / scale))
-
-
 def _win_matrix(n: int, ia: np.ndarray, ib: np.ndarray, wa: np.ndarray, wb: np.ndarray) -> np.ndarray:
     w = np.zeros((n, n))
     np.add.at(w, (ia, ib), wa)

@@ -94,6 +94,9 @@ class Loop:
                                 console=self.console)
         if result.status != "complete":
             raise SparringError(f"{run_name}: the run ended {result.status}; rerun the loop to resume it")
+        from sparring.analysis.report import report_run  # the engine writes no report itself
+
+        report_run(Path(result.run_dir or ""), self.console)
         return Path(result.run_dir or "")
 
     def _experiment(self, data: dict[str, Any], name: str) -> dict[str, Any]:
@@ -232,7 +235,7 @@ class Loop:
         judge = (stats.get("sections", {}).get("debate") or {}).get("judge_accuracy", {}).get("overall")
         if judge:
             out["judge_accuracy"] = {"accuracy": judge["accuracy"], "ci": judge["accuracy_ci"], "n": judge["n"]}
-        out["games"] = game_metrics(stats, sp["game"])
+        out["games"] = game_metrics(run_dir, sp["game"])
         return out
 
     # -- the loop ------------------------------------------------------------------------------
@@ -262,28 +265,13 @@ class Loop:
         return loop_report(self.dir, self.config, self.state)
 
 
-GAME_METRICS = ("agreement_rate", "abort_rate", "invalid_output_rate", "pareto_rate", "welfare_optimal_rate",
-                "nash_ratio", "dialogue_turns")
+def game_metrics(run_dir: str | Path, game: str) -> dict[str, Any]:
+    """Per matchup of an evaluation run: the game's headline metrics (`Game.hooks.metrics`),
+    measured from the records as typed values with their intervals, JSON-able for the state."""
+    from sparring.analysis.measures import matchup_metrics
+    from sparring.records.reader import iter_records
 
-
-def game_metrics(stats: dict[str, Any], game: str) -> dict[str, Any]:
-    """Per matchup of an evaluation run: the game section's headline metrics (negotiation:
-    agreement, abort, invalid-output, Pareto-optimal rates, dialogue length; mean reward by agent)."""
-    from sparring.stats.stats_tests import wilson_interval
-
-    section = (stats.get("sections") or {}).get({"deal_or_no_deal": "dond"}.get(game, game)) or {}
-    out: dict[str, Any] = {}
-    for name, m in (section.get("matchups") or {}).items():
-        n = int(m.get("episodes") or 0)
-        row = {key: m.get(key) for key in GAME_METRICS if key in m}
-        if "agreement_rate" in row and row["agreement_rate"] is not None and n:
-            row["agreement_ci"] = list(wilson_interval(row["agreement_rate"] * n, n))
-        if m.get("invalid_output_rate") is not None:
-            row["valid_action_rate"] = 1.0 - m["invalid_output_rate"]
-        row["reward_by_agent"] = m.get("reward_by_agent")
-        row["episodes"] = n
-        out[name] = row
-    return out
+    return {name: m.to_dict() for name, m in matchup_metrics(iter_records(run_dir), game).items()}
 
 
 def load_loop(name_or_path: str) -> tuple[LoopConfig, str]:

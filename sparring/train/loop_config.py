@@ -26,7 +26,7 @@ class ExportSettings(Strict):
 class WarmStart(Strict):
     """SFT on human games before the first iteration (the lm-selfplay warm start)."""
 
-    human: Literal["dond", "nyu"] = "dond"
+    human: str = "dond"  # a game's human-data source (`Game.hooks.human_data`): dond, nyu, ...
     file: str = Field(description="data.txt (dond) or the NYU readable JSONL")
     split: str = "train"
     limit: int | None = Field(None, ge=1)

@@ -119,24 +119,36 @@ def _plot_preference(out_dir: Path, points: list[tuple[int, dict[str, float]]]) 
 
 
 def _game_rows(config: Any, state: dict[str, Any]) -> list[str]:
-    """The game's own metrics per held-out matchup and iteration (negotiation: agreement etc.)."""
+    """The game's own headline metrics (`Game.hooks.metrics`) per held-out matchup and iteration,
+    each with its interval and which way is better."""
+    from sparring.gameapi import GAMES
+
+    game = str((config.selfplay or {}).get("game", ""))
+    metrics = GAMES.get(game).hooks.metrics if game in GAMES else ()
     lines = []
     for k in range(1, config.iterations + 1):
         ev = (state["iterations"].get(str(k)) or {}).get("evaluate") or {}
         for name, m in sorted((ev.get("games") or {}).items()):
-            ci = m.get("agreement_ci")
-            agree = "–" if m.get("agreement_rate") is None else (
-                f"{m['agreement_rate']:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""))
+            values = m.get("metrics") or {}
+            cells = [_value(values.get(metric.name) or {}) for metric in metrics]
             rewards = ", ".join(f"{a}: {r:.2f}" for a, r in sorted((m.get("reward_by_agent") or {}).items())
                                 if isinstance(r, (int, float)))
-            lines.append(f"| {k} | {name} | {m.get('episodes')} | {agree} | {_fmt(m.get('pareto_rate'))} | "
-                         f"{_fmt(m.get('abort_rate'))} | {_fmt(m.get('valid_action_rate'))} | "
-                         f"{_fmt(m.get('dialogue_turns'))} | {rewards or '–'} |")
+            lines.append(f"| {k} | {name} | {m.get('episodes')} | {' | '.join(cells)}{' | ' if cells else ''}"
+                         f"{rewards or '–'} |")
     if not lines:
         return []
+    heads = [f"{metric.name.replace('_', ' ')} ({'↑' if metric.direction == 'higher' else '↓'})" for metric in metrics]
     return ["## Game metrics on held-out instances", "",
-            "| iteration | matchup | games | agreement [95% CI] | Pareto-optimal | aborted | valid actions | "
-            "turns | mean reward |", "|---|---|---|---|---|---|---|---|---|", *lines, ""]
+            f"| iteration | matchup | games | {' | '.join(heads)}{' | ' if heads else ''}mean reward |",
+            "|" + "---|" * (4 + len(heads)), *lines, "",
+            "↑ higher is better, ↓ lower is better; 95% intervals (Wilson for shares, bootstrap for means).", ""]
+
+
+def _value(v: dict[str, Any]) -> str:
+    if v.get("value") is None:
+        return "–"
+    ci = v.get("ci")
+    return f"{v['value']:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
 
 
 def _plot(out_dir: Path, xs: list[int], vs_base: list[float], vs_prev: list[float | None]) -> Path | None:

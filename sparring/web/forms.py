@@ -4,7 +4,6 @@ with a clear message and changes nothing."""
 
 from __future__ import annotations
 
-from typing import Literal
 from urllib.parse import parse_qsl
 
 from fastapi import HTTPException, Request
@@ -76,22 +75,3 @@ def judge_answer(fields: dict[str, str], n_options: int) -> list[float]:
         return [1.0]
     return [p] + [(1.0 - p) / (n_options - 1)] * (n_options - 1)
 
-
-def dond_answer(fields: dict[str, str], pool: tuple[int, int, int], action_format: str = "text") -> str:
-    """A Deal or No Deal move from the form: a message, or a proposal of the counts you keep."""
-    from sparring.games.negotiation.instance import PLURALS
-    from sparring.games.negotiation.protocol import ParsedAction, format_action
-
-    kind = fields.get("kind", "")
-    fmt: Literal["text", "json"] = "json" if action_format == "json" else "text"
-    if kind == "message":
-        return format_action(ParsedAction("message", text=text_answer(fields)), fmt)
-    if kind != "propose":
-        raise ValueError("choose whether to send a message or a proposal")
-    counts = []
-    for item, total in zip(PLURALS, pool, strict=True):
-        n = whole_number(fields.get(item) or "", f"the number of {item} (0 to {total})")
-        if n > total:
-            raise ValueError(f"there are only {total} {item} in the pool; you asked for {n}")
-        counts.append(n)
-    return format_action(ParsedAction("proposal", counts=(counts[0], counts[1], counts[2])), fmt)

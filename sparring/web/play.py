@@ -27,7 +27,8 @@ from sparring.engine.instances import load_instances
 from sparring.engine.loader import available_configs, config_from_data, resolve
 from sparring.engine.play import Arena
 from sparring.errors import ConfigError, SparringError
-from sparring.games import GAMES
+from sparring.gameapi import GAMES
+from sparring.gameapi.hooks import PanelContext, PlayPanel
 from sparring.models.spec import ModelSpec
 from sparring.records.record import EpisodeRecord
 from sparring.records.store import Redactor, RunStore
@@ -36,11 +37,10 @@ from sparring.web.pools import GamePool, SharedPools
 
 HUMAN_AGENT = "human"
 HUMAN_MODEL = "web-human"
-# The roles a person can take in each game that has a play page, in the order offered (the
-# first is the default). Seats are the game's players of that role; the other seats are filled
-# with the experiment's agents: competing seats with the chosen opponents, evaluator seats (a
-# debate's judge) with the experiment's judges.
-PLAYABLE_ROLES = {"dond": ["negotiator"], "debate": ["judge", "debater"]}
+# The roles a person can take come from the game's play panel (`Game.hooks.play`), the first
+# the default. Seats are the game's players of that role; the other seats are filled with the
+# experiment's agents: competing seats with the chosen opponents, evaluator seats (a debate's
+# judge) with the experiment's judges.
 MAX_GAMES_PER_SESSION = 4
 # Backends that talk to a server (a vLLM / OpenAI-compatible endpoint, a hosted API): a shipped
 # config whose opponents use one is not offered, since a fresh install has no such server.
@@ -71,6 +71,13 @@ class ConfigChoice:
     evaluator_roles: frozenset[str] = frozenset()
     judges: list[str] = field(default_factory=list)  # the experiment's judges (evaluator seats)
     roles: list[str] = field(default_factory=list)  # the roles a person can take, default first
+
+    @property
+    def panel(self) -> PlayPanel:
+        """The game's human play panel (`Game.hooks.play`)."""
+        panel = GAMES.get(self.game).hooks.play
+        assert panel is not None  # only games with a panel become choices
+        return panel
 
     def seats(self, role: str) -> list[str]:
         """The game's players of `role` (the seats a person taking that role can sit in)."""
@@ -112,11 +119,11 @@ def _choice(name: str, path: Path, shipped: bool = False) -> ConfigChoice | None
         return None
     if not isinstance(raw, dict):
         return None
-    game = {"deal_or_no_deal": "dond"}.get(str(raw.get("game", "")), str(raw.get("game", "")))
-    if game not in PLAYABLE_ROLES:
-        return None
+    game = GAMES.canonical(str(raw.get("game", "")))
     try:
         game_cls = GAMES.get(game)
+        if game_cls.hooks.play is None:
+            return None
         players = game_cls(game_cls.Config.model_validate(raw.get("game_args") or {})).players()
     except Exception:  # noqa: BLE001 — a config that cannot even build its game is not offered
         return None
@@ -133,7 +140,7 @@ def _choice(name: str, path: Path, shipped: bool = False) -> ConfigChoice | None
     judges = named or [a for r in sorted(evaluators) for a in by_role.get(r, [])][:1]
     n_competing = sum(r not in evaluators for r in players.values())
     roles = []
-    for role in PLAYABLE_ROLES[game]:
+    for role in game_cls.hooks.play.roles:
         seats = [p for p, r in players.items() if r == role]
         if not seats:
             continue
@@ -156,7 +163,7 @@ def config_choices(extra: list[Path] | None = None) -> dict[str, ConfigChoice]:
     for path in list(extra or []):
         choice = _choice(path.stem, path)
         if choice is None:
-            raise ConfigError("not a playable experiment (a dond or debate config with agents)", file=str(path))
+            raise ConfigError("not a playable experiment (a config with agents of a game that has a play panel)", file=str(path))
         out[choice.name] = choice
     for name, path in available_configs().items():
         choice = _choice(name, path, shipped=True)
@@ -240,7 +247,7 @@ class PlayGame:
     record: EpisodeRecord | None = None
     error: str | None = None
     history: list[PendingTurn] = field(default_factory=list)  # turns answered so far (what was shown)
-    action_format: str = "text"
+    game_config: Any = None  # the game's `game_args`, for its play panel
 
     @property
     def status(self) -> str:
@@ -249,6 +256,11 @@ class PlayGame:
                 return "failed"
             return "abandoned" if abandoned(self.record) else self.record.status  # complete | aborted | failed
         return "your_turn" if self.human.current() is not None else "waiting"
+
+    @property
+    def panel_context(self) -> PanelContext:
+        return PanelContext(instance=self.instance, player=self.player, flip=self.job.flip,
+                            game_config=self.game_config)
 
     @property
     def judging(self) -> bool:
@@ -325,7 +337,7 @@ def start_game(choice: ConfigChoice, runs_dir: Path, stores: WebStores, pools: S
         raise
     game = PlayGame(id=secrets.token_urlsafe(12), choice=choice, player=player, role=role, job=job, human=human,
                     run_dir=run_dir, instance=arena.instances[instance_id], roles=dict(exp.roles),
-                    action_format=str(getattr(exp.game.config, "action_format", "text")))
+                    game_config=exp.game.config)
 
     def run() -> None:
         try:

@@ -15,7 +15,8 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from sparring.errors import ConfigError, SparringError
-from sparring.web.forms import TooLarge, dond_answer, form_fields, judge_answer, text_answer, whole_number
+from sparring.web.forms import TooLarge, form_fields, judge_answer, text_answer, whole_number
+from sparring.web.game_templates import game_template
 from sparring.web.human import PendingTurn, StaleTurn
 from sparring.web.play import MAX_GAMES_PER_SESSION, PlayGame, start_game
 from sparring.web.sessions import Session
@@ -94,22 +95,13 @@ def _game_page(request: Request, game: PlayGame, error: str | None = None, statu
                **form: Any) -> Response:
     state = web_state(request)
     turn = game.pending()
+    panel = game.choice.panel
+    move_form = (game_template(game.choice.game, panel.move_form)
+                 if turn is not None and panel.move_form and turn.tag in panel.move_tags else None)
+    values = panel.private_view(game.panel_context) if panel.private_view else None
     return state.render(request, "play.html.jinja", status_code=status_code, title=f"{game.choice.name}: play",
-                        game=game, turn=turn, error=error, form=form, values=_own_values(game),
-                        shown=_shown(game, turn), options=_options(turn))
-
-
-def _own_values(game: PlayGame) -> list[dict[str, Any]] | None:
-    """The person's own private values in Deal or No Deal (never the other player's)."""
-    if game.choice.game != "dond":
-        return None
-    from sparring.games.negotiation.instance import PLURALS
-    from sparring.games.negotiation.state import PLAYERS
-
-    ctx = PLAYERS.index(game.player) if not game.job.flip else 1 - PLAYERS.index(game.player)
-    counts, values = game.instance.counts, game.instance.values[ctx]
-    return [{"item": PLURALS[i], "count": counts[i], "value": values[i], "total": counts[i] * values[i]}
-            for i in range(3)]
+                        game=game, turn=turn, error=error, form=form, values=values, panel=panel,
+                        move_form=move_form, shown=_shown(game, turn), options=_options(turn))
 
 
 def _shown(game: PlayGame, turn: PendingTurn | None) -> list[Any]:
@@ -153,8 +145,11 @@ async def play_act(request: Request, game_id: str) -> Response:
     try:
         if turn.op == "score":
             answer: Any = judge_answer(fields, len(turn.options))
-        elif game.choice.game == "dond" and turn.tag == "turn":
-            answer = dond_answer(fields, game.instance.counts, game.action_format)
+        elif (panel := game.choice.panel).parse_move is not None and turn.tag in panel.move_tags:
+            for key, value in fields.items():  # a game's own form: no count is that long (not int()'s limit)
+                if key != "text" and value.strip().isdigit():
+                    whole_number(value, key)
+            answer = panel.parse_move(fields, game.panel_context)
         else:
             answer = text_answer(fields)
     except ValueError as e:

@@ -11,8 +11,10 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 
 from sparring import __version__
+from sparring.numfmt import fmt_num
 from sparring.records.index import IndexCache
 from sparring.web.catalog import RunCatalog
+from sparring.web.game_templates import GameTemplates
 from sparring.web.play import ConfigChoice, WebStores, config_choices
 from sparring.web.pools import SharedPools
 from sparring.web.sessions import Session, Sessions
@@ -40,10 +42,11 @@ class WebState:
         self.stores = WebStores()
         self.pools = SharedPools()
         self._choices: dict[str, ConfigChoice] | None = None
-        self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(HERE / "templates")),
+        loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(str(HERE / "templates")), GameTemplates()])
+        self.env = jinja2.Environment(loader=loader,
                                       autoescape=True, undefined=jinja2.ChainableUndefined,
                                       trim_blocks=True, lstrip_blocks=True)
-        self.env.filters["num"] = _num
+        self.env.filters["num"] = fmt_num
         self.env.filters["when"] = _when
         self.env.globals["version"] = __version__
         for name in self.env.list_templates():  # compiled now, not on a first (timed) visit
@@ -68,16 +71,6 @@ class WebState:
                 game.done.wait(timeout=5)
         self.stores.close()
         self.pools.close()
-
-
-def _num(v: Any, digits: int = 3) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, bool) or isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return f"{v:.{digits}f}"
-    return str(v)
 
 
 def _when(ts: float) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sparring.agents.base import AgentGen, TurnContext
-from sparring.games.base import ActionSpec
+from sparring.gameapi.game import ActionSpec
 from sparring.types import Message, ModelCall
 
 

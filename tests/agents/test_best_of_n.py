@@ -6,7 +6,7 @@ import math
 
 from sparring.agents.best_of_n import score_candidates
 from sparring.agents.lookahead import BestOfN
-from sparring.games.base import Feedback
+from sparring.gameapi.game import Feedback
 
 from .helpers import drive
 

@@ -15,7 +15,7 @@ from sparring.errors import (
     PrefillNotSupported,
     ScoringNotSupported,
 )
-from sparring.games.base import ActionSpec
+from sparring.gameapi.game import ActionSpec
 from sparring.prompts import prompt_set
 from sparring.types import Completion, Sampling
 

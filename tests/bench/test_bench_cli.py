@@ -12,8 +12,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from sparring.analysis.clemscore import dond_quality, episode_quality
 from sparring.cli.root import app
+from sparring.evaluation.clemscore import episode_quality
+from sparring.games.negotiation.hooks import quality as dond_quality
 from sparring.records.reader import iter_records
 
 CONFIGS = Path(__file__).resolve().parents[2] / "sparring" / "configs" / "experiments" / "models"

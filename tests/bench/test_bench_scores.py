@@ -8,16 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from sparring.analysis.clemscore import (
-    clemscore,
-    debate_quality,
-    dond_quality,
-    episode_quality,
-    fmt,
-    game_score,
-    textworld_quality,
-)
-from sparring.games.base import Outcome
+from sparring.evaluation.clemscore import clemscore, episode_quality, fmt, game_score, quality_fn
+from sparring.gameapi.game import Outcome
 from sparring.records.record import EpisodeRecord, SeatRecord
 
 
@@ -66,6 +58,11 @@ def test_clemscore_bootstrap_matches_a_direct_numpy_resampling():
 
 
 def test_quality_definitions_of_games_without_a_quality_score():
+    """Each game declares its quality in its own folder (`Game.hooks.quality`); aliases resolve."""
+    dond_quality, debate_quality = quality_fn("dond"), quality_fn("debate")
+    textworld_quality = quality_fn("textworld_cooking")
+    assert dond_quality is not None and debate_quality is not None and textworld_quality is not None
+    assert quality_fn("deal_or_no_deal") is dond_quality and quality_fn("wordle") is None
     deal = {"deal": True, "points": {"A": 6, "B": 4}, "ceilings": {"max_points": {"A": 10, "B": 8}}}
     assert dond_quality(deal) == pytest.approx(100 * (0.6 + 0.5) / 2)
     assert dond_quality({"deal": False, "points": {"A": 0, "B": 0}}) == 0.0

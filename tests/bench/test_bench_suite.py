@@ -10,7 +10,7 @@ import pytest
 from sparring.engine.loader import config_from_data, resolve
 from sparring.engine.suite import experiment_config, find_suite, load_suite, select_games
 from sparring.errors import ConfigError, UnknownNameError
-from sparring.games.base import GAMES
+from sparring.gameapi.game import GAMES
 
 SHIPPED = ("suite", "bench-quickstart")
 CLEM_GAMES = {"taboo", "wordle", "wordle_withcritic", "dond", "textworld_cooking", "debate"}

@@ -12,7 +12,7 @@ import pytest
 
 from sparring.engine.config import open_store
 from sparring.engine.play import Arena
-from sparring.games.base import GAMES
+from sparring.gameapi.game import GAMES
 from sparring.models.scripted import ScriptedModel
 from sparring.records.reader import iter_records
 

@@ -44,3 +44,41 @@ def test_the_readme_example_is_the_tested_plugin():
     assert len(blocks) >= 4
     for path, text in blocks:
         assert (PLUGIN / path).read_text(encoding="utf-8") == text, path
+
+
+def test_a_plugin_game_is_scored_played_exported_and_reported_with_no_edit_to_sparring(tmp_path):
+    """The done-when of issue 26: the plug-in folder's hooks (tests/plugins/coinflip/sparring_coinflip/
+    hooks.py) alone make it play in `sparring run`, score in `sparring bench`, play in the web app,
+    export SFT rows (from runs and from its human data) and show its metrics in a loop report."""
+    import shutil
+
+    for path in PLUGIN.iterdir():
+        if path.is_file() and path.suffix in (".yaml", ".jsonl"):
+            shutil.copy(path, tmp_path / path.name)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PLUGIN), os.environ.get("PYTHONPATH", "")])}
+    script = PLUGIN.parent / "coinflip_everywhere.py"
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, env=env,
+                          timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = json.loads(proc.stdout.split("RESULT ", 1)[1])
+    # SFT rows from the run: the scripted guesser's final reply; from human data: the human's guesses
+    assert len(out["sft"]) == 4 and all(r["messages"][-1]["content"] == "GUESS: heads" for r in out["sft"])
+    assert [r["messages"][-1]["content"] for r in out["human_sft"]] == ["GUESS: heads", "GUESS: tails"]
+    assert all(r["meta"]["source"] == "human:coin_guesses" for r in out["human_sft"])
+    # bench: the quality hook (100 for a right guess) gives the game score; all 4 episodes played
+    heads = {r["meta"]["instance_id"]: r["meta"]["reward"] == 1.0 for r in out["sft"]}  # the guess was heads
+    game = out["bench"]["games"]["coinflip"]["models"]["guesser"]
+    assert game["played"] == 4 and game["quality"] == pytest.approx(100.0 * sum(heads.values()) / 4)
+    assert out["bench"]["clemscore"]["guesser"]["clemscore"] == game["score"] == game["quality"]
+    # a loop report: the game's metric (from its hooks) per matchup, with its Wilson interval
+    [row] = out["loop_metrics"].values()
+    correct = row["metrics"]["correct"]
+    assert row["episodes"] == 4 and correct["value"] == pytest.approx(sum(heads.values()) / 4)
+    assert correct["direction"] == "higher" and correct["interval"] == "wilson" and len(correct["ci"]) == 2
+    assert "correct (↑)" in out["loop_report"] and "| 1 | g | 4 | 0." in out["loop_report"]
+    # the web app: the play page offers the text box with the game's hint, the stored episode is the person's
+    assert 'id="text-form"' in out["web_turn_page"] and "GUESS: heads or GUESS: tails" in out["web_turn_page"]
+    assert "Game over: complete" in out["web_end_page"]
+    [rec] = out["web_records"]
+    assert rec["game"] == "coinflip" and rec["seats"]["Guesser"]["agent"] == "human"
+    assert rec["instance_id"] == "coin-0" and rec["outcome"]["metrics"]["correct"] is (not heads["coin-0"])

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from sparring.engine.play import Arena
-from sparring.games.base import (
+from sparring.gameapi.game import (
     Action,
     ActionSpec,
     DatasetConfig,

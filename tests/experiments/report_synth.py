@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sparring.games.base import Outcome
+from sparring.gameapi.game import Outcome
 from sparring.records.record import EpisodeRecord, SeatRecord, episode_id
 from sparring.types import Usage
 

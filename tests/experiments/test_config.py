@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from sparring.engine.config import config_hash
+from sparring.engine.config import RunSettings, config_hash
 from sparring.engine.loader import build_agents, find_config, load_config, resolve
 from sparring.errors import ConfigError, UnknownNameError
 
 
-def load(path, **overrides):
-    cfg, p = load_config(path, overrides)
+def load(path, **settings):
+    cfg, p = load_config(path, RunSettings(**settings) if settings else None)
     return resolve(cfg, p)
 
 
@@ -124,11 +124,18 @@ def test_find_config_by_name_cwd_first_then_packaged(tmp_path, monkeypatch, make
 def test_overrides_and_hash(make_config):
     path = make_config()
     a, _ = load_config(path)
-    b, _ = load_config(path, {"run.num_iters": 3, "run.max_live": 1, "run.name": "x"})
-    assert b.run.num_iters == 3 and b.run.max_live == 1
+    b, _ = load_config(path, RunSettings(num_iters=3, max_live=1, name="x", models_file=a.models_file))
+    assert b.run.num_iters == 3 and b.run.max_live == 1 and b.run.name == "x"
     assert config_hash(a) == config_hash(b)  # volatile run settings do not change the experiment
-    c, _ = load_config(path, {"run.seed": 8})
-    assert config_hash(a) != config_hash(c)
+    c, _ = load_config(path, RunSettings(seed=8))
+    assert config_hash(a) != config_hash(c) and c.run.max_live == a.run.max_live  # unset: the config's own
+
+
+def test_a_bad_setting_is_reported_like_the_yaml_key(make_config):
+    with pytest.raises(ConfigError, match="run.max_live"):
+        load_config(make_config(), RunSettings(max_live=0))
+    with pytest.raises(Exception, match="extra"):
+        RunSettings(max_lives=3)  # type: ignore[call-arg]  # typed: a misspelt option fails at once
 
 
 def test_build_agents_panel_and_sampling(make_config):

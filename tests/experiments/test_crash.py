@@ -57,7 +57,7 @@ def test_sigkill_mid_run_then_resume_gives_every_episode_once(make_config, runs_
     manifest = read_manifest(run_dir)
     assert manifest["status"] == "running"  # killed: nobody marked it finished
 
-    opts = RunOptions(resume=str(run_dir), quiet=True, report=False)
+    opts = RunOptions(resume=str(run_dir), quiet=True)
     res = run_experiment(opts, console=Console(quiet=True))
     assert res.status == "complete"
     assert res.summary["skipped"] >= 10 and res.summary["done"] + res.summary["skipped"] == 48
@@ -65,7 +65,7 @@ def test_sigkill_mid_run_then_resume_gives_every_episode_once(make_config, runs_
     assert len(ids) == len(set(ids)) == 48
 
     reference = run_experiment(RunOptions(configuration=str(path), output_dir=str(runs_dir), run_name="ref",
-                                          quiet=True, report=False), console=Console(quiet=True))
+                                          quiet=True), console=Console(quiet=True))
     assert outcomes(run_dir) == outcomes(reference.run_dir)
 
 
@@ -97,7 +97,7 @@ def test_ctrl_c_stops_admitting_and_resumes(make_config, runs_dir, monkeypatch):
     restore = ctrl_c_once(monkeypatch, lambda ticks, session: ticks == 3)
     path = make_config()
     opts = RunOptions(configuration=str(path), output_dir=str(runs_dir), run_name="int", max_live=4,
-                      quiet=True, report=False)
+                      quiet=True)
     res = run_experiment(opts, console=Console(quiet=True))
     assert res.status == "interrupted"
     assert 0 < res.summary["done"] < 36
@@ -115,7 +115,7 @@ def test_ctrl_c_with_workers_finishes_live_episodes_and_resumes(make_config, run
     restore = ctrl_c_once(monkeypatch, lambda ticks, session: session.done > 0)
     path = make_config(SLOW)
     opts = RunOptions(configuration=str(path), output_dir=str(runs_dir), run_name="intw", max_live=2,
-                      workers=2, quiet=True, report=False)
+                      workers=2, quiet=True)
     res = run_experiment(opts, console=Console(quiet=True))
     total = 8 * 3 * 2  # 8 questions, 3 pairs (round robin), both seat orders
     assert res.status == "interrupted" and 0 < res.summary["done"] < total

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from sparring.analysis import metrics as M
-from sparring.games.debate import analysis as D
+from sparring.games.debate import report_stats as D
 from sparring.records.reader import read_run
 
 try:
@@ -169,8 +169,7 @@ def test_the_game_decides_who_competes_and_whether_outcomes_rank(make_config, ru
     from sparring.engine.run import RunOptions, run_experiment
     from sparring.records.reader import iter_records
 
-    res = run_experiment(RunOptions(configuration=str(make_config()), output_dir=str(runs_dir), quiet=True,
-                                    report=False))
+    res = run_experiment(RunOptions(configuration=str(make_config()), output_dir=str(runs_dir), quiet=True))
     records = [r for r in iter_records(res.run_dir) if r.outcome]
     assert all("judge" not in M.competitors(r) for r in records) and M.comparisons(records)
     monkeypatch.setattr(ToyGame, "ranking", "none")

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from sparring.stats.ratings import Comparison, bradley_terry, expected_score, mean_reward_comparisons
+from sparring.stats.ratings import Comparison, bradley_terry, mean_reward_comparisons
 
 
 def games(a: str, b: str, wins: int, losses: int, ties: int = 0, tag: str = "") -> list[Comparison]:
@@ -22,7 +22,7 @@ def test_two_players_rating_difference_is_log_odds():
     diff = 400 * math.log10(3)
     assert t.ratings["A"] - t.ratings["B"] == pytest.approx(diff, abs=1e-6)
     assert t.ratings["A"] == pytest.approx(1000 + diff / 2, abs=1e-6)
-    assert expected_score(t.ratings["A"], t.ratings["B"]) == pytest.approx(0.75, abs=1e-9)
+    assert 1 / (1 + 10 ** ((t.ratings["B"] - t.ratings["A"]) / 400)) == pytest.approx(0.75, abs=1e-9)
 
 
 def test_ties_count_half():

@@ -26,7 +26,7 @@ QUIET = Console(quiet=True)
 
 def run(config, runs_dir, **kw):
     return run_experiment(RunOptions(configuration=str(config), output_dir=str(runs_dir), quiet=True,
-                                     report=False, **kw), console=QUIET)
+                                     **kw), console=QUIET)
 
 
 def comparable(run_dir) -> dict:
@@ -119,7 +119,7 @@ def test_scripted_negotiators_through_dond_and_sigkill_resume(tmp_path, runs_dir
             proc.kill()
     stored = episodes.read_bytes().count(b"\n")
     assert 8 <= stored < 60
-    res = run_experiment(RunOptions(resume=str(run_dir), quiet=True, report=False), console=QUIET)
+    res = run_experiment(RunOptions(resume=str(run_dir), quiet=True), console=QUIET)
     assert res.status == "complete" and res.summary["done"] + res.summary["skipped"] == 60
     ids = [json.loads(x)["id"] for x in episodes.read_text().splitlines()]
     assert len(ids) == len(set(ids)) == 60

@@ -12,7 +12,7 @@ import pytest
 
 from sparring.analysis.report import write_report
 from sparring.analysis.report_sections import ReportSection, register_report_section
-from sparring.games.debate.analysis import USED_KEYS
+from sparring.games.debate.report_stats import USED_KEYS
 from sparring.records.reader import read_run
 from sparring.records.record import EpisodeRecord, SeatRecord
 
@@ -178,7 +178,7 @@ def test_report_negotiation_section(tmp_path):
 def test_synthetic_keys_match_real_debate_game(tmp_path):
     """The synthetic records above must carry the keys the real game produces and the metrics read;
     and a report over records with real outcomes works."""
-    from sparring.games.base import Action, Seat
+    from sparring.gameapi.game import Action, Seat
     from sparring.games.debate.config import DebateConfig
     from sparring.games.debate.game import DebateGame
     from sparring.games.debate.instance import DebateInstance
@@ -278,8 +278,8 @@ def test_reports_read_records_without_transcripts(tmp_path, config):
     from sparring.engine.run import RunOptions, run_experiment
     from sparring.records.reader import read_run
 
-    res = run_experiment(RunOptions(configuration=config, output_dir=str(tmp_path), num_iters=3, quiet=True,
-                                    report=False), console=Console(quiet=True))
+    res = run_experiment(RunOptions(configuration=config, output_dir=str(tmp_path), num_iters=3, quiet=True),
+                         console=Console(quiet=True))
     full, light = read_run(res.run_dir), read_run(res.run_dir, transcripts=False)
     assert len(light.episodes) == len(full.episodes) > 0
     assert all(r.calls and r.events for r in full.episodes)

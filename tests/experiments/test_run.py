@@ -16,7 +16,7 @@ QUIET = Console(quiet=True)
 
 
 def run(path, runs_dir, **kw):
-    opts = RunOptions(configuration=str(path), output_dir=str(runs_dir), quiet=True, report=False, **kw)
+    opts = RunOptions(configuration=str(path), output_dir=str(runs_dir), quiet=True, **kw)
     return run_experiment(opts, console=QUIET)
 
 

@@ -11,7 +11,7 @@ from sparring.engine.loader import load_config, resolve
 from sparring.engine.schedule import Schedule
 from sparring.engine.shard import in_shard, parse_shard, select
 from sparring.errors import ConfigError
-from sparring.games.base import Outcome
+from sparring.gameapi.game import Outcome
 from sparring.records.record import EpisodeRecord, SeatRecord, episode_id
 
 IDS = [f"q{i}" for i in range(6)]

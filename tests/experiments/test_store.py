@@ -135,7 +135,7 @@ def test_failures_reader_keeps_latest_attempt_and_drops_retried_successes(tmp_pa
 
 
 def test_records_without_transcripts(tmp_path):
-    from sparring.games.base import Event
+    from sparring.gameapi.game import Event
     from sparring.records.record import CallRecord
     from sparring.types import Message
 

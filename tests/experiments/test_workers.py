@@ -193,7 +193,7 @@ def test_sigkill_of_the_parent_takes_the_workers_down_and_resume_completes(make_
 
     from sparring.engine.run import RunOptions, run_experiment
 
-    again = run_experiment(RunOptions(resume=str(run_dir), quiet=True, report=False, workers=2),
+    again = run_experiment(RunOptions(resume=str(run_dir), quiet=True, workers=2),
                            console=Console(quiet=True))
     assert again.status == "complete"
     ids = [json.loads(x)["id"] for x in episodes.read_text().splitlines()]

@@ -16,7 +16,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from sparring.games.base import (
+from sparring.gameapi.game import (
     Action,
     ActionSpec,
     Event,

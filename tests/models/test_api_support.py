@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
-import time
 
 import pytest
 
 from sparring.errors import BackendError, ScoringNotSupported
-from sparring.models.aio import LoopThread, gather_or_cancel
+from sparring.models.aio import LoopThread
 from sparring.models.secrets import Secret, redact, resolve_api_key
 from sparring.models.topk_scoring import clean_top, floor_logprob, option_logprobs, plan_options
 
@@ -60,12 +59,10 @@ def test_loop_thread_serves_many_threads_and_running_loops():
         t.join(10)
     assert out == {i: (i, "t") for i in range(8)}  # all ran on the one loop thread
 
-    async def caller() -> tuple[int, int]:
-        blocking = lt.run(work(1))[0]            # sync call from inside a running loop
-        awaited = (await lt.arun(work(2)))[0]    # or await it without blocking that loop
-        return blocking, awaited
+    async def caller() -> int:
+        return lt.run(work(1))[0]  # a sync call from inside a running loop
 
-    assert asyncio.run(caller()) == (1, 2)
+    assert asyncio.run(caller()) == 1
     lt.close()
     lt.close()
     with pytest.raises(RuntimeError, match="closed"):
@@ -84,31 +81,6 @@ def test_loop_thread_refuses_reentrant_blocking_call():
     with pytest.raises(RuntimeError, match="deadlock"):
         lt.run(outer())
     lt.close()
-
-
-def test_gather_or_cancel_cancels_the_rest_on_failure():
-    cancelled: list[int] = []
-
-    async def slow(i: int) -> int:
-        try:
-            await asyncio.sleep(5)
-        except asyncio.CancelledError:
-            cancelled.append(i)
-            raise
-        return i
-
-    async def fail() -> int:
-        await asyncio.sleep(0.01)
-        raise ValueError("nope")
-
-    async def main() -> None:
-        await gather_or_cancel([slow(0), fail(), slow(2)])
-
-    start = time.perf_counter()
-    with pytest.raises(ValueError, match="nope"):
-        asyncio.run(main())
-    assert sorted(cancelled) == [0, 2] and time.perf_counter() - start < 2
-    assert asyncio.run(gather_or_cancel([])) == []
 
 
 # -- top-k option scoring ----------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from sparring.models.hf_generate import RowSampler, cut_at_stop, left_pad, mix_seed
+from sparring.models.hf_generate import RowSampler, cut_at_stop, mix_seed
 
 
 def draw(scores: torch.Tensor, seeds: list[int], temperature: float = 1.0, top_p: float = 1.0, step: int = 0,
@@ -58,7 +58,5 @@ def test_greedy_records_raw_logprobs():
 
 
 def test_helpers():
-    ids, mask = left_pad([[5, 6, 7], [8]], pad_id=0, device="cpu")
-    assert ids.tolist() == [[5, 6, 7], [0, 0, 8]] and mask.tolist() == [[1, 1, 1], [0, 0, 1]]
     assert cut_at_stop("abc STOP def END", ["END", "STOP"]) == ("abc ", True)
     assert cut_at_stop("abc", ["x", ""]) == ("abc", False)

@@ -234,21 +234,6 @@ def test_pool_default_factory_and_injected_models():
         assert set(pool.loaded()) == {"scripted-echo", "mock"}
 
 
-def test_save_model_spec_adds_and_replaces_entries(tmp_path):
-    from sparring.models.registry import save_model_spec
-
-    path = tmp_path / "sub" / "models.yaml"
-    save_model_spec(ModelSpec(name="ckpt-1", backend="scripted", args={"text": "v1"}, aliases=["latest"]), path)
-    save_model_spec(ModelSpec(name="ckpt-2", backend="scripted", args={"text": "v2"}), path)
-    save_model_spec(ModelSpec(name="ckpt-1", backend="scripted", args={"text": "v1b"}), path)
-    specs = load_model_specs(path)
-    assert specs["ckpt-1"].args == {"text": "v1b"} and specs["ckpt-1"].aliases == []
-    assert specs["ckpt-2"].source == str(path) and "smollm2-135m" in specs
-    with pytest.raises(ConfigError, match=r"models\.bad\.args\.txt"):
-        save_model_spec(ModelSpec(name="bad", backend="scripted", args={"txt": "typo"}), path)
-    assert "bad" not in load_model_specs(path)
-
-
 def test_an_inline_api_key_is_refused_naming_the_models_file_and_key(tmp_path):
     path = write(tmp_path, "user.yaml", "models:\n  x: {backend: openai, args: {model: m, api_key: sk-123456789abc}}\n")
     with pytest.raises(ConfigError) as info:

@@ -102,7 +102,7 @@ def test_bad_inputs_give_config_errors(tmp_path):
 
 
 def test_accepts_pydantic_episode_records():
-    from sparring.games.base import Event
+    from sparring.gameapi.game import Event
     from sparring.records.record import EpisodeRecord, SeatRecord
 
     rec = EpisodeRecord(id="e", experiment="x", game="debate", instance_id="q9", seed=0, status="complete",

@@ -62,7 +62,8 @@ def test_selfplay_sft_two_iterations_resume_and_held_out_scenarios(tmp_path, mon
         train_ids |= {r["meta"]["instance_id"] for r in rows}
         games = it["evaluate"]["games"]
         assert f"tiny-sp@{k} vs tiny-sp@{k}" in games and "base vs tiny-sp@" + k in games
-        assert all("valid_action_rate" in m and "agreement_rate" in m for m in games.values())
+        assert all({"agreement_rate", "invalid_output_rate", "pareto_rate"} <= set(m["metrics"]) for m in games.values())
+        assert all(m["metrics"]["agreement_rate"]["direction"] == "higher" for m in games.values())
     from sparring.records.reader import iter_records
 
     held_out = {r.instance_id for k in ("1", "2")

@@ -7,7 +7,7 @@ import random
 from pathlib import Path
 
 from sparring.engine.config import ExperimentConfig, open_store
-from sparring.games.base import Event, Outcome
+from sparring.gameapi.game import Event, Outcome
 from sparring.records.record import CallRecord, EpisodeRecord, SeatRecord
 from sparring.types import Completion, Message
 

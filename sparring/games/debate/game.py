@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from sparring.choice import normalize_probs, parse_choice
 from sparring.errors import ConfigError, EpisodeAbort
-from sparring.games.base import (
+from sparring.gameapi.game import (
     ACCEPTED,
     Action,
     ActionSpec,
@@ -30,6 +30,7 @@ from sparring.games.base import (
 from sparring.games.debate import views
 from sparring.games.debate.background import fit_background
 from sparring.games.debate.config import DebateConfig
+from sparring.games.debate.hooks import HOOKS
 from sparring.games.debate.instance import DebateInstance
 from sparring.games.debate.metrics import episode_metrics
 from sparring.games.debate.quotes import validate_quotes
@@ -56,6 +57,7 @@ class DebateGame(Game[DebateInstance, DebateState]):
 
     evaluator_roles: ClassVar[frozenset[str]] = frozenset({"judge"})
     default_prompts: dict[str, str] = {"debater": "debate", "judge": "judge"}
+    hooks = HOOKS
 
     def __init__(self, config: DebateConfig | None = None):
         super().__init__(config)

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from sparring.games.base import Instance
+from sparring.gameapi.game import Instance
 
 
 class DebateInstance(Instance):
@@ -36,11 +36,3 @@ class DebateInstance(Instance):
     def _strip(self) -> DebateInstance:
         self.question = self.question.strip()
         return self
-
-    @property
-    def correct_answer(self) -> str:
-        return self.answers[self.correct]
-
-    @property
-    def incorrect_answer(self) -> str:
-        return self.answers[1 - self.correct]

@@ -6,7 +6,7 @@ from typing import Any
 
 from sparring.analysis import plots as P
 from sparring.analysis.report_sections import ReportContext, ReportSection, register_report_section
-from sparring.games.debate import analysis as D
+from sparring.games.debate import report_stats as D
 from sparring.records.reader import RunData
 from sparring.records.record import EpisodeRecord
 from sparring.stats.stats_tests import wilson_interval

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparring.games.base import Event, Seat
+from sparring.gameapi.game import Event, Seat
 from sparring.games.debate.instance import DebateInstance
 from sparring.games.debate.schedule import Step
 from sparring.prompts.memo import RenderMemo

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparring.games.base import Event
+from sparring.gameapi.game import Event
 from sparring.games.debate.config import DebateConfig
 from sparring.games.debate.schedule import JUDGE, Step
 from sparring.games.debate.state import DebateState

@@ -22,7 +22,6 @@ replay backend can play them back through the game and exporters can build SFT d
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -272,16 +271,6 @@ def load_dond_dialogues(path: str | Path, *, split: Split | None = None, limit: 
             out.append(t)
     by_id = {t.instance.id: t for t in out}
     return [by_id[x.id] for x in select([t.instance for t in out], split, limit, shuffle, seed, fractions)]
-
-
-def write_transcripts(transcripts: list[DialogueTranscript], path: str | Path) -> Path:
-    """JSONL of `record()`s: what the replay backend's `path` and the SFT exporters read."""
-    p = Path(path).expanduser()
-    p.parent.mkdir(parents=True, exist_ok=True)
-    with p.open("w", encoding="utf-8") as fh:
-        for t in transcripts:
-            fh.write(json.dumps(t.record()) + "\n")
-    return p
 
 
 class DialogueArgs(SourceArgs):

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from sparring.errors import ConfigError
-from sparring.games.base import (
+from sparring.gameapi.game import (
     ACCEPTED,
     Action,
     ActionSpec,
@@ -34,6 +34,7 @@ from sparring.games.base import (
     Seat,
     register_game,
 )
+from sparring.games.negotiation.hooks import HOOKS
 from sparring.games.negotiation.instance import ITEMS, PLURALS, DondInstance, Triple
 from sparring.games.negotiation.objectives import NAMED_LAMBDAS, Objective, objective_lambda, points, rewards
 from sparring.games.negotiation.pareto import ceilings
@@ -102,6 +103,7 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
     Config = DondConfig
     InstanceType = DondInstance
     default_prompts: dict[str, str] = {"negotiator": "negotiation"}
+    hooks = HOOKS
     config: DondConfig
 
     def __init__(self, config: DondConfig | None = None):

@@ -73,10 +73,6 @@ def scenarios_by_counts() -> dict[Triple, tuple[tuple[Triple, Triple], ...]]:
     return out
 
 
-def all_scenarios() -> list[Scenario]:
-    return [(c, a, b) for c, pairs in scenarios_by_counts().items() for a, b in pairs]
-
-
 @lru_cache(maxsize=4)
 def _counts_table(dist: CountsDist) -> tuple[list[Triple], list[float]]:
     table = scenarios_by_counts()

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import model_validator
 
-from sparring.games.base import Instance
+from sparring.gameapi.game import Instance
 
 ITEMS: tuple[str, str, str] = ("book", "hat", "ball")
 PLURALS: tuple[str, str, str] = ("books", "hats", "balls")

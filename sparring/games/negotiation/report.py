@@ -36,14 +36,13 @@ def _seat_of(rec: EpisodeRecord, player: str) -> str:
     return "first_mover" if player == first else "second_mover"
 
 
-@register_report_section("dond", "deal_or_no_deal", "negotiation")
+@register_report_section("dond")
 class NegotiationSection(ReportSection):
     name = "negotiation"
     title = "Negotiation: agreement, optimality, dialogue"
     template = "report_section.html.jinja"
 
-    def rated(self, records: list[EpisodeRecord]) -> list[EpisodeRecord]:
-        return [r for r in records if r.outcome is not None and r.status in ("complete", "aborted")]
+    counts_aborted = True
 
     def compute(self, records: list[EpisodeRecord], run: RunData, ctx: ReportContext) -> dict[str, Any]:
         A = _analysis()

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from sparring.errors import ConfigError
-from sparring.games.base import (
+from sparring.gameapi.game import (
     ACCEPTED,
     Action,
     ActionSpec,
@@ -33,6 +33,7 @@ from sparring.games.base import (
     Seat,
     register_game,
 )
+from sparring.games.taboo.hooks import HOOKS
 from sparring.games.taboo.instance import TabooInstance, load_taboo_instances
 from sparring.games.taboo.stems import Violation, find_violation, tokens
 from sparring.prompts import PromptSet
@@ -104,6 +105,7 @@ class TabooGame(Game[TabooInstance, TabooState]):
     Config = TabooConfig
     InstanceType = TabooInstance
     default_prompts: dict[str, str] = {"describer": "taboo", "guesser": "taboo"}
+    hooks = HOOKS
     ranking: ClassVar[Literal["reward", "none"]] = "none"
     config: TabooConfig
 

@@ -11,8 +11,8 @@ from pydantic import Field, field_validator
 
 from sparring.config_io import strict_args
 from sparring.errors import ConfigError
-from sparring.games.base import DatasetConfig, Instance
-from sparring.games.splits import hash_split, select
+from sparring.gameapi.game import DatasetConfig, Instance
+from sparring.gameapi.splits import hash_split, select
 from sparring.types import Strict
 
 WORDS_FILE = Path(__file__).parent / "data" / "taboo_words.json"

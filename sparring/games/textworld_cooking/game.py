@@ -24,7 +24,7 @@ from pydantic import Field
 
 from sparring.config_io import strict_args
 from sparring.errors import ConfigError, UnknownNameError
-from sparring.games.base import (
+from sparring.gameapi.game import (
     ACCEPTED,
     Action,
     ActionSpec,
@@ -39,6 +39,7 @@ from sparring.games.base import (
 from sparring.games.textworld_cooking.commands import match_command, parse_command
 from sparring.games.textworld_cooking.env import EnvPool
 from sparring.games.textworld_cooking.gold import GOLD_LABEL
+from sparring.games.textworld_cooking.hooks import HOOKS
 from sparring.games.textworld_cooking.instance import (
     CookingInstance,
     CookingSourceArgs,
@@ -68,6 +69,7 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
     InstanceType = CookingInstance
     default_prompts: dict[str, str] = {"player": "textworld_cooking"}
     ranking: ClassVar[Literal["reward", "none"]] = "none"  # one player: nobody to beat
+    hooks = HOOKS
     can_fork: ClassVar[bool] = False  # the state holds a live simulator
     config: CookingConfig
 

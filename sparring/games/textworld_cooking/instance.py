@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import Field
 
 from sparring.errors import ConfigError
-from sparring.games.base import Instance
+from sparring.gameapi.game import Instance
 from sparring.types import Strict
 
 Fold = Literal["train", "dev", "test"]

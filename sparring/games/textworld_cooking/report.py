@@ -49,8 +49,7 @@ class CookingSection(ReportSection):
     title = "TextWorld cooking: success, score, steps"
     template = "report_section.html.jinja"
 
-    def rated(self, records: list[EpisodeRecord]) -> list[EpisodeRecord]:
-        return [r for r in records if r.outcome is not None and r.status in ("complete", "aborted")]
+    counts_aborted = True
 
     def compute(self, records: list[EpisodeRecord], run: RunData, ctx: ReportContext) -> dict[str, Any]:
         recs = self.rated(records)

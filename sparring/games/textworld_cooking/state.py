@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparring.games.base import Event
+from sparring.gameapi.game import Event
 from sparring.games.textworld_cooking.env import Lease
 from sparring.games.textworld_cooking.instance import CookingInstance
 from sparring.prompts import PromptSet

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from sparring.errors import ConfigError
-from sparring.games.base import (
+from sparring.gameapi.game import (
     ACCEPTED,
     Action,
     ActionSpec,
@@ -34,6 +34,7 @@ from sparring.games.base import (
     register_game,
 )
 from sparring.games.wordle.feedback import consistent, describe, information_gain, is_win, score_guess
+from sparring.games.wordle.hooks import HOOKS
 from sparring.games.wordle.instance import WordleInstance, load_wordle_instances
 from sparring.games.wordle.protocol import ParseError, parse_guess, parse_verdict
 from sparring.games.wordle.state import CRITIC, GUESSER, Guess, WordleState
@@ -64,6 +65,7 @@ class WordleGame(Game[WordleInstance, WordleState]):
     default_prompts: dict[str, str] = {"guesser": "wordle"}
     ranking: ClassVar[Literal["reward", "none"]] = "none"
     with_critic: ClassVar[bool] = False
+    hooks = HOOKS
     config: WordleConfig
 
     def __init__(self, config: WordleConfig | None = None):

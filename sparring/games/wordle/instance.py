@@ -11,8 +11,8 @@ from pydantic import Field, field_validator
 
 from sparring.config_io import strict_args
 from sparring.errors import ConfigError
-from sparring.games.base import DatasetConfig, Instance
-from sparring.games.splits import select
+from sparring.gameapi.game import DatasetConfig, Instance
+from sparring.gameapi.splits import select
 from sparring.games.wordle.words import TARGETS_FILE, is_word_shape, read_words, word_split
 from sparring.types import Strict
 

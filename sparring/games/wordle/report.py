@@ -64,8 +64,7 @@ class WordleSection(ReportSection):
     title = "Wordle: played, quality score, guesses, information gain"
     template = "report_section.html.jinja"
 
-    def rated(self, records: list[EpisodeRecord]) -> list[EpisodeRecord]:
-        return [r for r in records if r.outcome is not None and r.status in ("complete", "aborted")]
+    counts_aborted = True
 
     def compute(self, records: list[EpisodeRecord], run: RunData, ctx: ReportContext) -> dict[str, Any]:
         recs = self.rated(records)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sparring.games.base import Event
+from sparring.gameapi.game import Event
 from sparring.games.wordle.instance import WordleInstance
 from sparring.prompts import PromptSet
 from sparring.types import Message

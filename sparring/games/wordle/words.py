@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparring.games.splits import hash_split
+from sparring.gameapi.splits import hash_split
 
 DATA = Path(__file__).parent / "data"
 GUESSES_FILE = DATA / "wordle_guesses.txt"
@@ -45,8 +45,3 @@ class Lexicon:
     def shipped(cls) -> Lexicon:
         targets = tuple(read_words(TARGETS_FILE))
         return cls(guesses=frozenset(read_words(GUESSES_FILE)) | frozenset(targets), targets=targets)
-
-    def with_words(self, words: list[str]) -> Lexicon:
-        """The same lexicon accepting (and able to answer with) `words` too (custom instances)."""
-        extra = [w for w in words if w not in self.guesses]
-        return Lexicon(guesses=self.guesses | frozenset(extra), targets=self.targets + tuple(extra))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from sparring.games.base import Action, Seat
+from sparring.gameapi.game import Action, Seat
 from sparring.games.debate.game import DebateGame
 from sparring.games.debate.instance import DebateInstance
 from sparring.prompts import prompt_set

@@ -56,8 +56,8 @@ def test_quality_distractor_hard_filter_and_order(tmp_path):
     expect = {"1_a": (2, 3), "1_b": (1, 4), "1_c": (3, 2), "1_d": (1, 2)}
     for qid, (gold, dis) in expect.items():
         inst = got[qid]
-        assert inst.correct_answer == f"option {gold} of {qid}"
-        assert inst.incorrect_answer == f"option {dis} of {qid}"
+        assert inst.answers[inst.correct] == f"option {gold} of {qid}"
+        assert inst.answers[1 - inst.correct] == f"option {dis} of {qid}"
         assert inst.metadata["distractor_label"] == dis and inst.background == "The text of article 1."
     assert got["1_a"].metadata["distractor_votes"] == {1: 1, 3: 2}
     assert len(load_dataset("quality", {"path": str(path), "hard_only": False}, split="all")) == 5
@@ -118,9 +118,9 @@ def test_quality_official_sample():
     assert [x.id for x in xs] == ["52845_YLZPNNYD_1", "52845_YLZPNNYD_2", "52845_YLZPNNYD_3", "52845_YLZPNNYD_4"]
     by = {x.id: x for x in xs}
     q1 = by["52845_YLZPNNYD_1"]
-    assert q1.correct_answer.startswith("Because Deirdre has fallen in love with Blake")  # gold_label 2
-    assert q1.incorrect_answer.startswith("Because Blake is acting like he's her father")  # votes 3,3,1
-    assert by["52845_YLZPNNYD_4"].incorrect_answer == "Eldoria's alter ego"  # votes 2,4,4
+    assert q1.answers[q1.correct].startswith("Because Deirdre has fallen in love with Blake")  # gold_label 2
+    assert q1.answers[1 - q1.correct].startswith("Because Blake is acting like he's her father")  # votes 3,3,1
+    assert by["52845_YLZPNNYD_4"].answers[1 - by["52845_YLZPNNYD_4"].correct] == "Eldoria's alter ego"  # votes 2,4,4
     assert q1.title == "The Girl in His Mind" and len(q1.background.split()) > 4000
     assert len(load_dataset("quality", {"path": str(SAMPLE), "hard_only": False}, split="all")) == 5
     assert sum(len(load_dataset("quality", {"path": str(SAMPLE)}, split=s)) for s in ("train", "val", "test")) == 4
@@ -196,7 +196,7 @@ def test_custom_jsonl(tmp_path):
     path = _write(tmp_path / "mine.jsonl", rows)
     xs = load_dataset("custom", {"path": str(path)})
     assert [x.id for x in xs] == ["c1", "mine-2", "7"]
-    assert xs[0].correct_answer == "Kelderby" and xs[0].background == "Story one."
+    assert xs[0].answers[xs[0].correct] == "Kelderby" and xs[0].background == "Story one."
     assert xs[1].answers == ["w", "y"] and xs[1].correct == 1 and xs[1].background == "Story two."
     assert xs[2].answers == ["p", "q"] and xs[2].correct == 0
     assert [x.id for x in load_dataset("custom", {"path": str(path)}, split="train") if x.id == "7"] == ["7"]

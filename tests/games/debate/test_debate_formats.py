@@ -9,7 +9,7 @@ from debate_helpers import game, instance, play, seats, start
 from pydantic import ValidationError
 
 from sparring.errors import ConfigError, EpisodeAbort
-from sparring.games.base import GAMES, Action
+from sparring.gameapi.game import GAMES, Action
 
 A, B, C, J = ("Debater_A",), ("Debater_B",), ("Consultant",), ("Judge",)
 

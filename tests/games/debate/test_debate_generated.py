@@ -26,7 +26,7 @@ def test_answer_is_stated_and_distractor_is_another_fact_of_the_story():
         assert m["distractor_value"] in x.background, x.id
         assert m["answer_value"] != m["distractor_value"]
         assert x.answers[0] != x.answers[1]
-        assert m["answer_value"] in x.correct_answer and m["distractor_value"] in x.incorrect_answer
+        assert m["answer_value"] in x.answers[x.correct] and m["distractor_value"] in x.answers[1 - x.correct]
     assert {x.correct for x in xs} == {0, 1}
     assert {x.metadata["hops"] for x in xs} == {"single", "multi"}
 

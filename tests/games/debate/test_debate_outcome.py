@@ -7,7 +7,7 @@ import json
 import pytest
 from debate_helpers import game, instance, play, start
 
-from sparring.games.base import Action
+from sparring.gameapi.game import Action
 
 
 def _debate(verdict, **cfg):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from debate_helpers import game, play, start
 
-from sparring.games.base import Action
+from sparring.gameapi.game import Action
 from sparring.games.debate import views
 from sparring.prompts import memo, prompt_set
 

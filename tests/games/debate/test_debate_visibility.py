@@ -6,7 +6,7 @@ import pytest
 from debate_helpers import STORY, game, play, speech, start
 
 from sparring.errors import ConfigError
-from sparring.games.base import Action
+from sparring.gameapi.game import Action
 
 
 def _contents(msgs, role=None):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sparring.games.base import Action, Seat
+from sparring.gameapi.game import Action, Seat
 from sparring.games.negotiation.game import PLAYERS, DealOrNoDealGame, DondConfig, DondState
 from sparring.games.negotiation.instance import DondInstance
 from sparring.prompts import prompt_set

@@ -7,9 +7,9 @@ from dond_helpers import data_file
 from sparring.games.negotiation.distribution import compare, histograms, tv_distance
 from sparring.games.negotiation.generator import (
     DOND_COUNT_WEIGHTS,
-    all_scenarios,
     generate_instances,
     legal_counts,
+    scenarios_by_counts,
 )
 from sparring.games.negotiation.loaders import load_selfplay_contexts
 from sparring.games.negotiation.pareto import ceilings
@@ -36,7 +36,7 @@ def test_constraints_hold_for_10000_seeds():
 
 
 def test_enumeration_is_exact():
-    scen = all_scenarios()
+    scen = [(c, a, b) for c, pairs in scenarios_by_counts().items() for a, b in pairs]
     assert len(scen) == 5_295 and len(set(scen)) == len(scen)
     assert len(legal_counts()) == 28
     for s in scen[::7]:

@@ -8,7 +8,7 @@ import pytest
 from dond_helpers import data_file, make_seats
 
 from sparring.errors import ConfigError
-from sparring.games.base import Action
+from sparring.gameapi.game import Action
 from sparring.games.negotiation.dialogues import load_dond_dialogues
 from sparring.games.negotiation.game import PLAYERS, DealOrNoDealGame, DondConfig
 from sparring.games.negotiation.generator import generate_instances
@@ -225,14 +225,17 @@ def test_scenario_key_is_seat_order_free():
 
 
 def test_transcripts_replay_through_the_replay_backend(tmp_path):
-    """Records written by `write_transcripts` drive the replay backend the way the engine asks it:
-    tag = the action-spec tag ("turn"), index = accepted turns of that player so far."""
-    from sparring.games.negotiation.dialogues import write_transcripts
+    """Transcripts' `record()`s, as a JSONL file, drive the replay backend the way the engine asks
+    it: tag = the action-spec tag ("turn"), index = accepted turns of that player so far."""
+    import json
+
     from sparring.models.replay import ReplayModel
     from sparring.types import GenerateRequest
 
     ts = load_dond_dialogues(write(tmp_path, [RAW_A, RAW_B, TAGGED], "data.txt"), only_complete=True)
-    model = ReplayModel(path=str(write_transcripts(ts, tmp_path / "out" / "transcripts.jsonl")))
+    path = tmp_path / "transcripts.jsonl"
+    path.write_text("".join(json.dumps(t.record()) + "\n" for t in ts), encoding="utf-8")
+    model = ReplayModel(path=str(path))
     for t in ts:
         game = DealOrNoDealGame()
         st = game.reset(t.instance, make_seats(), random.Random(1))

@@ -10,7 +10,7 @@ from dond_helpers import SCENARIO, make_seats, new_game, play, visible_text
 
 from sparring.config_io import validate
 from sparring.errors import ConfigError
-from sparring.games.base import GAMES, Action, Seat
+from sparring.gameapi.game import GAMES, Action, Seat
 from sparring.games.negotiation.game import PLAYERS, DealOrNoDealGame, DondConfig
 from sparring.games.negotiation.instance import DondInstance
 from sparring.prompts import memo, prompt_set

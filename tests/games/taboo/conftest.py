@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from sparring.games.base import GAMES, Action, Seat
+from sparring.gameapi.game import GAMES, Action, Seat
 from sparring.games.taboo.instance import TabooInstance
 from sparring.prompts import prompt_set
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sparring.errors import ConfigError
-from sparring.games.base import GAMES, DatasetConfig
+from sparring.gameapi.game import GAMES, DatasetConfig
 from sparring.games.taboo.instance import WORDS_FILE, word_split
 
 TABOO = ["jog", "sprint", "race"]
@@ -130,7 +130,7 @@ def test_clembench_instances_layout(tmp_path):
 
 
 def test_fork_is_independent(table):
-    from sparring.games.base import Action
+    from sparring.gameapi.game import Action
 
     t = table("run", TABOO)
     t.act("Describer", "CLUE: legs move quickly")

@@ -28,6 +28,6 @@ def tw_game():
 
 @pytest.fixture(scope="session")
 def tw_instances(tw_game):
-    from sparring.games.base import DatasetConfig
+    from sparring.gameapi.game import DatasetConfig
 
     return tw_game.load_instances(DatasetConfig(name="cookingworld", split="train", limit=4), base_dir=Path("."))

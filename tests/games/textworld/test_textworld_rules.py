@@ -8,7 +8,7 @@ import random
 import pytest
 from tw_helpers import seats_for
 
-from sparring.games.base import Action, GameCannotFork
+from sparring.gameapi.game import Action, GameCannotFork
 from sparring.games.textworld_cooking.game import CookingConfig, TextWorldCookingGame
 
 

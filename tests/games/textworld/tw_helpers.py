@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from sparring.games.base import Seat
+from sparring.gameapi.game import Seat
 from sparring.prompts import prompt_set
 
 GOLD_MODEL = {"backend": "scripted",

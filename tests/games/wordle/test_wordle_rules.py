@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sparring.errors import ConfigError
-from sparring.games.base import Action, DatasetConfig
+from sparring.gameapi.game import Action, DatasetConfig
 from sparring.games.wordle.words import Lexicon, word_split
 
 
@@ -98,7 +98,7 @@ def test_acting_out_of_turn_is_an_error(table):
 
 
 def test_sources_splits_and_word_list():
-    from sparring.games.base import GAMES
+    from sparring.gameapi.game import GAMES
 
     game = GAMES.get("wordle")()
     lex = Lexicon.shipped()
@@ -121,7 +121,7 @@ def test_sources_splits_and_word_list():
 
 
 def test_clembench_layout(tmp_path):
-    from sparring.games.base import GAMES
+    from sparring.gameapi.game import GAMES
 
     f = tmp_path / "instances.json"
     f.write_text('{"experiments": [{"name": "high_frequency_words_no_clue_no_critic", "game_instances": ['

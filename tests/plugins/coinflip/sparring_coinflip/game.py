@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from sparring.config_io import strict_args
-from sparring.games.base import (
+from sparring.gameapi.game import (
     Action,
     ActionSpec,
     DatasetConfig,
@@ -21,6 +21,7 @@ from sparring.games.base import (
     register_game,
 )
 from sparring.types import Message, Strict
+from sparring_coinflip.hooks import HOOKS
 
 
 class CoinInstance(Instance):
@@ -45,6 +46,7 @@ class CoinFlip(Game[CoinInstance, CoinState]):
     InstanceType = CoinInstance
     default_prompts = {"guesser": "coinflip"}
     ranking: ClassVar = "none"  # a single player: nobody to beat
+    hooks = HOOKS  # quality, metrics, play panel, human data: what sparring's other layers ask
 
     def players(self) -> dict[str, str]:
         return {"Guesser": "guesser"}

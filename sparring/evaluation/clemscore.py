@@ -4,8 +4,8 @@ An episode is *played* when it finished without an abort (record status complete
 not aborted) and has a quality score; failed episodes (engine or model errors, replayable with
 `--retry-failed`) are counted apart and are not part of any rate. Quality (0-100) is
 `Outcome.metrics["quality_score"]` when the game reports one (taboo, wordle, wordle_withcritic:
-100 / n for a success at attempt n, else 0); the games that do not are scored here (see the
-`@quality_for` functions below). Quality is an episode-level score of whoever sat at the table:
+100 / n for a success at attempt n, else 0); the games that do not declare their quality function
+in their folder (`Game.hooks.quality`). Quality is an episode-level score of whoever sat at the table:
 in self-play it is the model's; against a partner it is the pairing's, as in clembench.
 
     game score  = % played x mean quality of played episodes / 100   (= mean over all episodes of
@@ -30,51 +30,15 @@ import numpy as np
 from sparring.records.record import EpisodeRecord
 from sparring.stats.stats_tests import bootstrap_ci, wilson_interval
 
-QualityFn = Callable[[dict[str, Any]], "float | None"]
-_QUALITY: dict[str, QualityFn] = {}
 N_BOOT = 1000
 
 
-def quality_for(*games: str) -> Callable[[QualityFn], QualityFn]:
-    """Register the quality function of games whose outcomes carry no `quality_score`."""
-    def deco(fn: QualityFn) -> QualityFn:
-        for g in games:
-            _QUALITY[g] = fn
-        return fn
-    return deco
+def quality_fn(game: str) -> Callable[[Any], float | None] | None:
+    """The game's own quality function (`Game.hooks.quality`), None for an unknown game or one
+    whose outcomes carry their own `quality_score`."""
+    from sparring.gameapi import GAMES
 
-
-@quality_for("dond", "deal_or_no_deal")
-def dond_quality(m: dict[str, Any]) -> float | None:
-    """Deal or No Deal: a deal scores 100 x the mean over both seats of own points / the most that
-    seat could get (its total value of the pool, 10 in the upstream distribution); no deal (a
-    mismatch, or no agreement within max_turns) scores 0. So a deal that gives both sides all
-    they value scores 100, and splitting everything each values at half scores 50."""
-    if not m.get("deal"):
-        return 0.0
-    points = m.get("points") or {}
-    best = (m.get("ceilings") or {}).get("max_points") or {}
-    if not points:
-        return None
-    shares = [float(v) / float(best.get(p) or 10) for p, v in points.items()]
-    return 100.0 * sum(shares) / len(shares)
-
-
-@quality_for("debate")
-def debate_quality(m: dict[str, Any]) -> float | None:
-    """Debate (and its consultancy formats): 100 x the probability the judge puts on the correct
-    answer. Self-play debate argues both sides, so this measures how well the debate lets the
-    truth win with this judge (the model itself, or the partner); 50 is a coin flip."""
-    p = m.get("p_correct")
-    return None if p is None else 100.0 * float(p)
-
-
-@quality_for("textworld_cooking")
-def textworld_quality(m: dict[str, Any]) -> float | None:
-    """TextWorld cooking: 100 x the normalised game score (share of the recipe's points earned;
-    100 = the meal is cooked and eaten)."""
-    s = m.get("score")
-    return None if s is None else 100.0 * float(s)
+    return GAMES.get(game).hooks.quality if game in GAMES else None
 
 
 def episode_quality(rec: EpisodeRecord) -> float | None:
@@ -87,7 +51,7 @@ def episode_quality(rec: EpisodeRecord) -> float | None:
     if m.get("quality_score") is not None:
         q = float(m["quality_score"])
     else:
-        fn = _QUALITY.get(rec.game)
+        fn = quality_fn(rec.game)
         if fn is None:
             return None
         value = fn(m)
@@ -98,8 +62,8 @@ def episode_quality(rec: EpisodeRecord) -> float | None:
 
 
 def has_quality(game: str) -> bool:
-    """Whether this module can score `game` without a `quality_score` in its outcomes."""
-    return game in _QUALITY
+    """Whether `game` can be scored without a `quality_score` in its outcomes."""
+    return quality_fn(game) is not None
 
 
 @dataclass
@@ -169,4 +133,4 @@ def fmt(x: float | None, ci: Sequence[float] | None = None, digits: int = 1) -> 
     return text
 
 
-__all__ = ["GameScore", "clemscore", "episode_quality", "fmt", "game_score", "has_quality", "quality_for"]
+__all__ = ["GameScore", "clemscore", "episode_quality", "fmt", "game_score", "has_quality", "quality_fn"]

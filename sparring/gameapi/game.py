@@ -15,12 +15,26 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparring.errors import SparringError
+from sparring.gameapi.hooks import GameHooks, check_hooks
 from sparring.prompts import PromptSet
 from sparring.registry import Registry
 from sparring.types import Message, Strict
 
+
+def _check_game(cls: Any) -> list[str]:
+    """Why `cls` is not a playable game (empty when it is): a Game subclass with every abstract
+    method implemented and typed hooks."""
+    if not (isinstance(cls, type) and issubclass(cls, Game)):
+        return [f"{cls!r} is not a subclass of sparring's Game"]
+    missing = sorted(getattr(cls, "__abstractmethods__", ()))
+    errors = [f"missing method(s) {', '.join(missing)}"] if missing else []
+    if not (isinstance(cls.InstanceType, type) and issubclass(cls.InstanceType, Instance)):
+        errors.append("InstanceType must be a subclass of Instance")
+    return errors + check_hooks(cls.hooks, cls.__qualname__)
+
+
 GAMES: Registry[type[Game]] = Registry(
-    "game", scan=["sparring.games"], marker="@register_game(", entry_points="sparring.games"
+    "game", scan=["sparring.games"], marker="@register_game(", entry_points="sparring.games", check=_check_game
 )
 
 
@@ -141,6 +155,8 @@ class Game(ABC, Generic[InstT, S]):
     # How outcomes rank the competing seats for win rates and ratings: "reward" = the higher
     # reward wins (equal rewards tie); "none" = no ranking (cooperative or single-player games).
     ranking: ClassVar[Literal["reward", "none"]] = "reward"
+    # What the layers above know of this game (quality, metrics, play panel, human data).
+    hooks: ClassVar[GameHooks] = GameHooks()
 
     def __init__(self, config: Strict | None = None):
         self.config = config if config is not None else self.Config()

@@ -5,7 +5,7 @@ config is written to `OUTPUT/configs/MODEL/ENTRY.yaml` and played by `run_experi
 `OUTPUT/runs/MODEL/ENTRY/` (fixed names, so rerunning the same command resumes; each run keeps
 its own report). Only the episodes the current command schedules are scored, so a quick
 `--instances 2` pass and a full pass can share run directories. Scores (see
-`sparring.analysis.clemscore`) go to the console and to `OUTPUT/bench.json` and `OUTPUT/bench.md`.
+`sparring.evaluation.clemscore`) go to the console and to `OUTPUT/bench.json` and `OUTPUT/bench.md`.
 
 One model pool serves every run of a model under test, so it is loaded once for the whole suite
 (and closed before the next model's runs).
@@ -26,9 +26,9 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from sparring.analysis.clemscore import clemscore, episode_quality, fmt, game_score, has_quality
 from sparring.engine.suite import Suite, experiment_config, load_suite, select_games
 from sparring.errors import SparringError, UnknownNameError
+from sparring.evaluation.clemscore import clemscore, episode_quality, fmt, game_score, has_quality
 
 BENCH_JSON, BENCH_MD = "bench.json", "bench.md"
 
@@ -91,7 +91,7 @@ def _resolve_models(opts: BenchOptions) -> None:
 
 def _unregistered(suite: Suite, keys: list[str]) -> dict[str, str]:
     """Entries whose game this installation does not have: entry -> one-line reason."""
-    from sparring.games.base import GAMES
+    from sparring.gameapi.game import GAMES
 
     out = {}
     for key in keys:
@@ -133,7 +133,7 @@ def run_bench(opts: BenchOptions, console: Console | None = None) -> BenchResult
             cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True), encoding="utf-8")
             jobs.append((model, key, RunOptions(configuration=str(cfg_path), run_name=key,
                                                 output_dir=str(out / "runs" / slug(model)),
-                                                quiet=opts.quiet, report=opts.report)))
+                                                quiet=opts.quiet)))
     if opts.dry_run:
         return _dry_run(console, jobs, out)
     qualities: dict[str, dict[str, list[float | None]]] = {m: {} for m in opts.models}
@@ -149,7 +149,7 @@ def run_bench(opts: BenchOptions, console: Console | None = None) -> BenchResult
             if not opts.quiet:
                 console.rule(f"{model} · {key}")
             try:
-                row, qs, run_status = _play(ropts, run_experiment, pools[model], console, opts.seed)
+                row, qs, run_status = _play(ropts, run_experiment, pools[model], console, opts.seed, opts.report)
             except (SparringError, ValidationError) as e:
                 console.print(f"[red]{model} · {key}: {_one_line(e)}[/red]")
                 games[key]["models"][model] = {"status": "error", "error": _one_line(e)}
@@ -177,7 +177,7 @@ def run_bench(opts: BenchOptions, console: Console | None = None) -> BenchResult
 
 
 def _play(ropts: Any, run_experiment: Any, pool: Any, console: Console,
-          seed: int) -> tuple[dict[str, Any], list[float | None], str]:
+          seed: int, report: bool = True) -> tuple[dict[str, Any], list[float | None], str]:
     """One (model, entry) run; the scores of exactly the episodes it schedules."""
     from sparring.engine.plan import prepare
     from sparring.records.reader import iter_records
@@ -185,6 +185,10 @@ def _play(ropts: Any, run_experiment: Any, pool: Any, console: Console,
     plan = prepare(ropts)
     ids = {j.id for j in plan.schedule.jobs(1, {})}
     result = run_experiment(ropts, console=console, pool=pool)
+    if report and result.status != "interrupted" and result.run_dir is not None:
+        from sparring.analysis.report import report_run
+
+        report_run(result.run_dir, console)
     run_dir = result.run_dir or plan.run_dir
     records = sorted((r for r in iter_records(run_dir, transcripts=False) if r.id in ids), key=lambda r: r.id)
     failed = sum(1 for r in iter_records(run_dir, failures=True, transcripts=False) if r.id in ids)

@@ -1,0 +1,64 @@
+"""Debate's hooks: its clemscore quality, headline metrics, web play panel (judge or debater)
+and the replay of the NYU human debates for SFT export."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sparring.gameapi.hooks import GameHooks, HumanReplay, Metric, Metrics, PlayPanel, ReplayPlan
+
+
+def quality(m: Metrics) -> float | None:
+    """Debate (and its consultancy formats): 100 x the probability the judge puts on the correct
+    answer. Self-play debate argues both sides, so this measures how well the debate lets the
+    truth win with this judge (the model itself, or the partner); 50 is a coin flip."""
+    p = m.get("p_correct")
+    return None if p is None else 100.0 * float(p)
+
+
+METRICS = (
+    Metric("judge_correct", "higher", "wilson", "the judge's verdict names the correct answer",
+           value=lambda m: None if m.get("judge_correct") is None else float(bool(m["judge_correct"]))),
+    Metric("p_correct", "higher", "bootstrap", "the judge's probability of the correct answer"),
+)
+
+
+def replay_nyu(path: Path, split: str, limit: int | None, rounds: int) -> ReplayPlan:
+    """The NYU human debates: the human debaters' speeches replayed (the first `rounds` of each),
+    and the judge seat giving the human judge's final probabilities as its verdict, so judge rows
+    (`role: judge`) target the human verdict (a debate without them gets a uniform verdict)."""
+    from sparring.games.debate.datasets.nyu import nyu_transcripts
+    from sparring.models.replay import ReplayModel
+    from sparring.models.scripted import ScriptedModel
+
+    debates = nyu_transcripts(path, split=split, formats=["debate"])[: limit or None]
+    replay = ReplayModel.from_records(debates, name="human", duplicates="first")
+    config: dict[str, Any] = {
+        "name": "human-nyu", "game": "debate",
+        "game_args": {"format": "debate", "rounds": rounds, "assignment": "fixed"},
+        "dataset": {"name": "nyu_human_debates", "split": split, "args": {"path": str(path), "formats": ["debate"]}},
+        "agents": {"human": {"role": "debater", "model": "human"},
+                   "judge": {"role": "judge", "model": "human-judge"}},
+        "tournament": {"type": "self_play", "participants": ["human"], "judges": ["judge"]}}
+    verdicts = {d["instance_id"]: ev["probs"] for d in debates for ev in d["events"]
+                if ev["tag"] == "verdict" and ev.get("probs")}
+
+    def human_judge(request: Any) -> list[float]:
+        probs = verdicts.get(request.context.get("instance_id"))
+        if not probs or len(request.options) != 2:
+            return [1.0] * len(request.options)
+        return [max(probs.get(side, 0.0), 1e-6) for side in ("Debater_A", "Debater_B")]
+
+    judge = ScriptedModel("human-judge", score_mode="callable", score_function=human_judge)
+    return ReplayPlan(config=config, models={"human": replay, "human-judge": judge},
+                      keep={d["instance_id"] for d in debates})
+
+
+HOOKS = GameHooks(
+    quality=quality,
+    metrics=METRICS,
+    play=PlayPanel(roles=("judge", "debater"), rules_first=True,
+                   hints={"speech": "quote the story as <quote>exact words</quote>"}),
+    human_data=(HumanReplay("nyu", "debater", replay_nyu, "NYU human debates (readable JSONL)"),),
+)
