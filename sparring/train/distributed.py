@@ -60,11 +60,6 @@ def process_index() -> int:
     return _state().process_index if launched() else 0
 
 
-def local_process_index() -> int:
-    """This process's index on its machine (its GPU under `accelerate launch`)."""
-    return int(os.environ.get("LOCAL_RANK") or 0)
-
-
 def is_main() -> bool:
     return not launched() or bool(_state().is_main_process)
 

@@ -46,7 +46,6 @@ def load_policy(settings: TrainSettings, trainable: bool = True) -> tuple[Any, A
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from sparring.models.bundled import offline_hf
-    from sparring.train.distributed import local_process_index
 
     source = resolve_base(settings.model)
     kwargs: dict[str, Any] = {"local_files_only": True}
@@ -58,7 +57,9 @@ def load_policy(settings: TrainSettings, trainable: bool = True) -> tuple[Any, A
             kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
                                                                bnb_4bit_compute_dtype=torch.bfloat16)
             # 4-bit weights cannot be moved after loading: each process loads onto its own GPU
-            kwargs["device_map"] = {"": local_process_index()}
+            from accelerate import PartialState
+
+            kwargs["device_map"] = {"": PartialState().local_process_index}
     elif settings.quantization:
         raise ConfigError("quantization (QLoRA) needs a CUDA GPU; remove it to train in full precision on CPU",
                           key="quantization")
