@@ -50,6 +50,12 @@ from sparring.games.textworld_cooking.state import ENVIRONMENT, PLAYER, CookingS
 from sparring.types import Message, Strict, new
 
 COMMAND_TAG = "command"
+RECIPE_START = "Gather all following ingredients"
+
+
+def is_recipe(feedback: str) -> bool:
+    """The simulator's answer to `read cookbook` (the only text that lists the directions)."""
+    return feedback.lstrip().startswith(RECIPE_START) and "Directions:" in feedback
 SOURCES = ("cookingworld",)
 
 
@@ -59,6 +65,8 @@ class CookingConfig(Strict):
     max_steps: int = Field(30, ge=1, description="commands before the episode ends unfinished")
     show_valid_actions: bool = Field(True, description="list the valid commands in every observation")
     history: int | None = Field(None, ge=0, description="past steps kept in the observation (None = all)")
+    keep_recipe: bool = Field(True, description="once the cookbook is read, every observation shows the recipe, "
+                                                "so no command depends on a step the history window dropped")
 
 
 @register_game("textworld_cooking")
@@ -141,11 +149,15 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
         return {"task": str(info.get("taskDescription") or ""), "max_steps": self.config.max_steps,
                 "show_valid": self.config.show_valid_actions}
 
+    def _recipe(self, state: CookingState) -> dict[str, Any]:
+        return {"recipe": state.recipe} if self.config.keep_recipe and state.recipe else {}
+
     def _observation(self, prompts: Any, common: dict[str, Any], info: dict[str, Any], feedback: str,
                      step: int) -> tuple[Message, Message]:
         """(full, short) renderings of what the player sees after `feedback`."""
         look = str(info.get("look") or "")
         var = dict(common, feedback=feedback, look="" if look.strip() == feedback.strip() else look,
+                   recipe=common.get("recipe") if common.get("recipe") not in (None, feedback) else "",
                    inventory=str(info.get("inventory") or ""), step=step,
                    steps_left=self.config.max_steps - step + 1,
                    valid=sorted(info.get("validActions") or []) if self.config.show_valid_actions else [])
@@ -207,6 +219,8 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
                 raise
             feedback = str(feedback)
             state.info = info
+            if is_recipe(feedback):
+                state.recipe = feedback.strip()
         else:
             state.n_invalid += 1
             tag = "invalid" if command else "empty"
@@ -219,7 +233,8 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
         state.score = min(1.0, max(0.0, float(info.get("score") or 0.0)))
         state.success = bool(info.get("tasksuccess"))
         state.failure = bool(info.get("taskfailure"))
-        full, short = self._observation(state.prompts, self._common(info), info, feedback, index + 2)
+        full, short = self._observation(state.prompts, {**self._common(info), **self._recipe(state)}, info,
+                                        feedback, index + 2)
         state.steps.append(Step(command=new(Message, role="assistant", content=shown), short=short, full=full))
         self._event(state, ENVIRONMENT, "observation", feedback, score=state.score)
         if state.success or state.failure or state.n_steps >= self.config.max_steps:

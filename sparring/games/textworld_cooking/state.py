@@ -49,6 +49,7 @@ class CookingState:
     end: str | None = None               # success | failure | max_steps
     success: bool = False
     failure: bool = False
+    recipe: str | None = None            # the cookbook's text, once read (`keep_recipe`)
 
     @property
     def n_steps(self) -> int:

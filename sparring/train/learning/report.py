@@ -1,0 +1,102 @@
+"""What the suite writes: `learning.json` (every number), `learning.md` (one table per experiment)
+and `curves/<experiment>.png` (the held-out metric against training steps, 95% bands)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from sparring.train.learning.results import Experiment
+
+
+def write_suite(out: Path, suite: str, experiments: list[Experiment], extra: dict[str, Any]) -> dict[str, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    data = {"suite": suite, **extra, "experiments": [e.to_json() for e in experiments]}
+    paths = {"json": out / "learning.json", "md": out / "learning.md"}
+    paths["json"].write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    paths["md"].write_text(markdown(data), encoding="utf-8")
+    for e in experiments:
+        paths[e.name] = plot_curve(e, out / "curves" / f"{e.name}.png")
+    return paths
+
+
+def _est(m: dict[str, Any] | None) -> str:
+    if not m or m.get("value") is None:
+        return "n/a"
+    lo, hi = m["ci"]
+    return f"{m['value']:.2f} [{lo:.2f}, {hi:.2f}]" if lo is not None else f"{m['value']:.2f}"
+
+
+def markdown(data: dict[str, Any]) -> str:
+    lines = [f"# Learning suite: {data['suite']}", ""]
+    for key in ("machine", "command"):
+        if data.get(key):
+            lines += [f"{key}: {data[key]}", ""]
+    for e in data["experiments"]:
+        names = sorted({k for s in e["stages"] for k in s["metrics"]})
+        lines += [f"## {e['name']}", "", e["description"], "",
+                  f"model `{e['model']}`; {len(e['training_ids'])} training instances, "
+                  f"{len(e['heldout_ids'])} held-out instances (disjoint: checked); total {e['wall_s'] / 60:.1f} min.",
+                  ""]
+        if e.get("target"):
+            lines += [f"target: {e['target']}", ""]
+        lines += ["| stage | step | seed | " + " | ".join(names) + " | wall (s) |",
+                  "|---|---|---|" + "---|" * len(names) + "---|"]
+        for s in e["stages"]:
+            wall = ", ".join(f"{k} {v:.0f}" for k, v in s["wall_s"].items())
+            n = next((m["n"] for m in s["metrics"].values() if m), 0)
+            lines.append(f"| {s['name']} | {s['step']} | {s['seed']} | "
+                         + " | ".join(_est(s["metrics"].get(k)) for k in names) + f" | {wall} |"
+                         + ("" if not n else ""))
+        for name, p in (e.get("paired") or {}).items():
+            if p.get("n"):
+                lines.append(f"\npaired {name}: mean {p['mean_diff']:+.3f} "
+                             f"[{p['mean_diff_ci_low']:+.3f}, {p['mean_diff_ci_high']:+.3f}] over {p['n']} instances, "
+                             f"{p['n_positive']} up / {p['n_negative']} down / {p['n_zero']} equal")
+        if e.get("speed"):
+            lines += ["", "speed: " + ", ".join(f"{k} {_num(v)}" for k, v in e["speed"].items())]
+        for note in e.get("notes") or []:
+            lines += ["", f"- {note}"]
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def _num(v: Any) -> str:
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
+def plot_curve(e: Experiment, path: Path) -> Path:
+    """Held-out primary metric per stage against its step, one line per seed, 95% bands."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    baseline = [s for s in e.stages if s.step == 0 and e.primary in s.metrics]
+    for seed in sorted({s.seed for s in e.stages}):
+        pts = sorted([s for s in e.stages if (s.seed == seed or s.step == 0) and e.primary in s.metrics],
+                     key=lambda s: s.step)
+        if not pts or pts == baseline:
+            continue
+        xs = [s.step for s in pts]
+        ys = [s.metrics[e.primary].value for s in pts]
+        lo = [s.metrics[e.primary].ci[0] for s in pts]
+        hi = [s.metrics[e.primary].ci[1] for s in pts]
+        ax.plot(xs, ys, marker="o", label=f"seed {seed}")
+        if not any(math.isnan(v) for v in lo + hi):
+            ax.fill_between(xs, lo, hi, alpha=0.2)
+    if baseline and all(s.step == 0 for s in e.stages):
+        b = baseline[0].metrics[e.primary]
+        ax.errorbar([0], [b.value], yerr=[[b.value - b.ci[0]], [b.ci[1] - b.value]], marker="o", label="baseline")
+    ax.set_xlabel("training steps (0 = base model)")
+    ax.set_ylabel(f"held-out {e.primary}")
+    ax.set_title(f"{e.name} ({len(e.heldout_ids)} held-out instances)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
