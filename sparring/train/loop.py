@@ -64,6 +64,29 @@ class Loop:
         self._save()
         return it[stage]
 
+    def stage(self, k: int, stage: str) -> Any:
+        """Run one stage of iteration k (once: a finished stage returns its recorded result), for
+        callers that drive the stages themselves (the learning suite evaluates on its own)."""
+        if stage not in STAGES:
+            raise SparringError(f"unknown loop stage {stage!r}; one of {', '.join(STAGES)}")
+        return self._stage(k, stage, getattr(self, stage))
+
+    def start(self) -> None:
+        """The models file, the warm start (if configured) and ALIAS@0: what `run` does first."""
+        if not self.models_file.is_file():
+            user = read_yaml(self.config.models_file) if self.config.models_file else None
+            models = dict((user or {}).get("models") or {})
+            models[f"{self.config.alias}@base"] = self._base_entry()
+            self._write_models({"models": models})
+        if self.config.warm_start and "warm" not in self.state:
+            self.console.print("[bold]warm start: SFT on human games[/bold]")
+            self.state["warm"] = self.warm()
+            self._save()
+        if "registered0" not in self.state:
+            self.register(0)
+            self.state["registered0"] = True
+            self._save()
+
     def policy(self, k: int) -> str:
         """The model alias playing in iteration k: ALIAS@0 is the base model (after its warm
         start, if any); ALIAS@base is the base model itself."""
@@ -230,19 +253,7 @@ class Loop:
 
     # -- the loop ------------------------------------------------------------------------------
     def run(self) -> Path:
-        if not self.models_file.is_file():
-            user = read_yaml(self.config.models_file) if self.config.models_file else None
-            models = dict((user or {}).get("models") or {})
-            models[f"{self.config.alias}@base"] = self._base_entry()
-            self._write_models({"models": models})
-        if self.config.warm_start and "warm" not in self.state:
-            self.console.print("[bold]warm start: SFT on human games[/bold]")
-            self.state["warm"] = self.warm()
-            self._save()
-        if "registered0" not in self.state:
-            self.register(0)
-            self.state["registered0"] = True
-            self._save()
+        self.start()
         for k in range(1, self.config.iterations + 1):
             for stage in STAGES:
                 self._stage(k, stage, getattr(self, stage))

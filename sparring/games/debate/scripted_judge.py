@@ -8,7 +8,9 @@ as `Debater_X: ...` paragraphs, valid quotes already marked `<quote>` and invali
 - +1 if X's speeches name X's answer (one of its words of 3+ letters);
 - +2 per valid quote, at most 2 counted;
 - +1 if a valid quote contains a word of X's answer (evidence for X's side);
-- -1 per invalid quote, at most 2 counted.
+- -1 per invalid quote, at most 2 counted;
+- +0.01 per word outside quotes, at most 100 counted (a tie-breaker, so two speeches without
+  quotes still differ a little and any policy gets preference pairs).
 
 Its probability for answer X is softmax(score): `quote_judge_weights` returns exp(score) per
 option, for the scripted backend's `score_mode: callable`. Registered as `quote-judge` in the
@@ -52,6 +54,7 @@ def debater_score(speech: str, answer: str) -> float:
     score += 2.0 * min(len(valid), 2)
     score += 1.0 if any(words & _words(q) for q in valid) else 0.0
     score -= 1.0 * min(len(invalid), 2)
+    score += 0.01 * min(len(plain.split()), 100)
     return score
 
 
