@@ -21,8 +21,10 @@ from sparring.train.learning.registry import experiment
 from sparring.train.learning.results import Experiment, Stage, mean, paired, rate
 
 SIZES: dict[str, dict[str, Any]] = {
-    "quick": {"train": 2, "heldout": 3, "iterations": 2, "tokens": 24, "max_pairs": 4, "max_length": 1024},
-    "full": {"train": 16, "heldout": 32, "iterations": 2, "tokens": 64, "max_pairs": 24, "max_length": 1024},
+    "quick": {"train": 2, "heldout": 2, "iterations": 2, "tokens": 16, "max_pairs": 2, "max_length": 1024,
+              "max_steps": 1},
+    "full": {"train": 16, "heldout": 32, "iterations": 2, "tokens": 64, "max_pairs": 24, "max_length": 1024,
+             "max_steps": -1},
 }
 GAME = {"format": "debate", "rounds": 1}
 DATA_ARGS = {"people": 2, "filler_sentences": 0}
@@ -45,6 +47,7 @@ def _loop_config(ctx: Context, size: dict[str, Any]) -> Any:
                      "run": {"seed": 0, "max_live": 16}},
         "export": {"target": "prob", "gamma": 1.0, "min_gap": 0.0, "max_pairs": size["max_pairs"]},
         "train": {"method": "dpo", "model": ctx.model, "learning_rate": 2e-4, "epochs": 1, "batch_size": 2,
+                  "max_steps": size["max_steps"],
                   "max_length": size["max_length"], "lora": {"r": 8, "alpha": 16},
                   "dpo": {"beta": 0.1, "soft": True}},
         "evaluation": {"dataset": {"name": "generated", "split": "test", "limit": size["heldout"], "args": DATA_ARGS}}})

@@ -26,7 +26,7 @@ from sparring.train.learning.results import Experiment, Stage, mean, paired, rat
 WORLD = {"numLocations": 3, "numIngredients": 2, "numDistractorItems": 0, "includeDoors": 0,
          "limitInventorySize": 0}
 SIZES: dict[str, dict[str, Any]] = {
-    "quick": {"train": 2, "heldout": 3, "max_steps": 4, "steps": 2, "chunks": 1, "seeds": [0, 1],
+    "quick": {"train": 2, "heldout": 3, "max_steps": 4, "steps": 1, "chunks": 1, "seeds": [0, 1],
               "params": {**WORLD, "numLocations": 1}, "max_length": 4096},
     "full": {"train": 24, "heldout": 40, "max_steps": 24, "steps": 24, "chunks": 2, "seeds": [0, 1],
              "params": WORLD, "max_length": 3072},
