@@ -39,6 +39,12 @@ class Context:
     flops: float = 0.0           # this machine's fp32 matmul FLOP/s (the training ceiling)
     console: Any = None
     adapters: dict[str, str] = field(default_factory=dict)  # stage alias -> adapter dir
+    on_progress: Any = None      # called with an unfinished Experiment after each stage
+
+    def progress(self, exp: Any) -> None:
+        """Write what an experiment has measured so far (a killed suite keeps finished stages)."""
+        if self.on_progress is not None:
+            self.on_progress(exp)
 
     @property
     def models_file(self) -> Path:

@@ -23,7 +23,7 @@ from sparring.train.learning.results import Experiment, Stage, mean, paired, rat
 SIZES: dict[str, dict[str, Any]] = {
     "quick": {"train": 2, "heldout": 2, "iterations": 2, "tokens": 16, "max_pairs": 2, "max_length": 1024,
               "max_steps": 1},
-    "full": {"train": 16, "heldout": 32, "iterations": 2, "tokens": 64, "max_pairs": 24, "max_length": 1024,
+    "full": {"train": 8, "heldout": 32, "iterations": 2, "tokens": 48, "max_pairs": 8, "max_length": 1024,
              "max_steps": -1},
 }
 GAME = {"format": "debate", "rounds": 1}
@@ -92,8 +92,9 @@ def run(ctx: Context) -> Experiment:
     loop.start()
     base_m, base_per, base_s = evaluate(ctx, ctx.label, "quote-judge", "debate-base", size)
     heldout = sorted(base_per)
-    exp: Experiment | None = None
-    stages = [Stage("base", 0, base_m, {"play_heldout": base_s})]
+    exp = _new(ctx, set(), heldout)
+    exp.stages.append(Stage("base", 0, base_m, {"play_heldout": base_s}))
+    ctx.progress(exp)
     training: set[str] = set()
     final = ctx.label
     for k in range(1, size["iterations"] + 1):
@@ -109,20 +110,18 @@ def run(ctx: Context) -> Experiment:
         final = ctx.register(f"debate-dpo-{k}", train["adapter"])
         m, per, ev_s = evaluate(ctx, final, "quote-judge", f"debate-dpo-{k}", size)
         walls["play_heldout"] = ev_s
-        stages.append(Stage(f"debate-dpo-{k}", k, m, walls, info={"pairs": pairs, "loss": train["loss"],
-                                                                   "steps": train["steps"]}))
-        if exp is None:
-            exp = _new(ctx, training, heldout)
-        exp.paired[f"judge_prob debate-dpo-{k} - 0.5 (quote judge)"] = paired(
-            {i: 0.5 for i in per}, per)
-    assert exp is not None
-    exp.training_ids = sorted(training)
-    exp.stages = stages
+        exp.stages.append(Stage(f"debate-dpo-{k}", k, m, walls, info={"pairs": pairs, "loss": train["loss"],
+                                                                       "steps": train["steps"]}))
+        exp.paired[f"judge_prob debate-dpo-{k} - 0.5 (quote judge)"] = paired({i: 0.5 for i in per}, per)
+        exp.training_ids = sorted(training)
+        exp.__post_init__()
+        ctx.progress(exp)
     # the bundled model as judge: mean judge probability of the final policy, paired over instances
     m, per, ev_s = evaluate(ctx, final, ctx.label, "debate-final-model-judge", size)
     b, bper, bs = evaluate(ctx, ctx.label, ctx.label, "debate-base-model-judge", size)
     exp.stages.append(Stage("base, model judge", 0, b, {"play_heldout": bs}, seed=100,
                             info={"judge": ctx.label}))
+    ctx.progress(exp)
     exp.stages.append(Stage(f"{final.split('@')[1]}, model judge", size["iterations"], m, {"play_heldout": ev_s},
                             seed=100, info={"judge": ctx.label}))
     exp.paired["judge_prob final - base (model judge)"] = paired(bper, per)

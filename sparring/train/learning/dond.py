@@ -103,6 +103,7 @@ def run(ctx: Context) -> Experiment:
     exp.stages.append(Stage("dond-warm", 0, m, {"train": warm_s, "play_heldout": ev_s},
                             info={"rows": warm["rows"], "steps": warm["steps"], "loss": warm["loss"]}))
     exp.paired["agreement dond-warm - base"] = paired(base_per, per)
+    ctx.progress(exp)
     training: set[str] = set()
     for k in range(1, size["iterations"] + 1):
         walls = {}
@@ -119,6 +120,9 @@ def run(ctx: Context) -> Experiment:
         exp.stages.append(Stage(f"dond-selfplay-{k}", k, m, walls,
                                 info={"rows": train["rows"], "loss": train["loss"], "steps": train["steps"]}))
         exp.paired[f"agreement dond-selfplay-{k} - base"] = paired(base_per, per)
+        exp.training_ids = sorted(training)
+        exp.__post_init__()
+        ctx.progress(exp)
     exp.training_ids = sorted(training)
     exp.__post_init__()  # re-check disjointness with the final training set
     exp.notes.append(f"warm start: {warm['rows']} SFT rows from {size['warm']} human dialogues of data.txt "

@@ -62,6 +62,7 @@ def run_suite(suite: str, out: Path, only: list[str] | None = None, console: Any
     failures: dict[str, str] = {}
     extra = {"machine": f"{platform.machine()}, {_cores()} cores, fp32 matmul {ctx.flops / 1e9:.0f} GFLOP/s",
              "model": ctx.label, "failures": failures}
+    ctx.on_progress = lambda exp: write_suite(out, suite, [*done, exp], {**extra, "partial": exp.name})
     for name in names:
         console.print(f"[bold]learning suite ({suite}): {name}[/bold]")
         start = time.perf_counter()

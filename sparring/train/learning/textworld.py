@@ -104,6 +104,7 @@ def run(ctx: Context) -> Experiment:
                                     info={"rows": result.rows, "dropped": result.dropped, "loss": result.loss,
                                           "adapter": adapter}))
             exp.paired[f"score {alias.split('@')[1]} - base"] = paired(base_scores, scores, seed=seed)
+            ctx.progress(exp)
     exp.speed = {**training_ratio(tokens_per_row * trained_steps, train_s, count_params(ctx.model), ctx.flops),
                  **{k: v for k, v in rollout_ratio(ctx.model, base_records, base_s, 12).items()}}
     exp.notes.append(f"{len(rows)} SFT rows (one per gold episode, {tokens_per_row:.0f} tokens on average); "
