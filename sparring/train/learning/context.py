@@ -72,6 +72,17 @@ class Context:
         tmp.write_text(yaml.safe_dump({"models": models}, sort_keys=False), encoding="utf-8")
         os.replace(tmp, self.models_file)
 
+    def load_adapters(self) -> None:
+        """The `LABEL@STAGE` adapters an earlier run of the suite registered in OUT/models.yaml."""
+        from sparring.config_io import read_yaml
+
+        if not self.models_file.is_file():
+            return
+        for alias, entry in ((read_yaml(self.models_file) or {}).get("models") or {}).items():
+            adapter = ((entry or {}).get("args") or {}).get("adapters", {}).get("trained")
+            if alias.startswith(f"{self.label}@") and adapter and Path(adapter).is_dir():
+                self.adapters[alias] = adapter
+
     def register(self, stage: str, adapter: Path | str) -> str:
         """`LABEL@STAGE` in the suite's models file: the base model with this adapter as default."""
         alias = f"{self.label}@{stage}"

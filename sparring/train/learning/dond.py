@@ -86,7 +86,7 @@ def run(ctx: Context) -> Experiment:
     if not Path(DATA).is_file():
         raise SparringError(f"dond-selfplay needs the DoND human dialogues at {DATA}")
     start = time.perf_counter()
-    loop = Loop(_loop_config(ctx, size), "<learning suite>", console=ctx.console)
+    loop = Loop(_loop_config(ctx, size, DATA), "<learning suite>", console=ctx.console)
     t = time.perf_counter()
     loop.start()
     warm_s = time.perf_counter() - t

@@ -11,9 +11,25 @@ from typing import Any
 from sparring.train.learning.results import Experiment
 
 
-def write_suite(out: Path, suite: str, experiments: list[Experiment], extra: dict[str, Any]) -> dict[str, Path]:
+def previous_experiments(out: Path, suite: str, rerun: list[str]) -> list[dict[str, Any]]:
+    """The experiments an earlier run of the same suite wrote to OUT/learning.json and this run does
+    not redo (`--only` reruns some experiments without losing the others' numbers)."""
+    path = out / "learning.json"
+    if not path.is_file():
+        return []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError:
+        return []
+    if data.get("suite") != suite:
+        return []
+    return [e for e in data.get("experiments") or [] if e.get("name") not in rerun]
+
+
+def write_suite(out: Path, suite: str, experiments: list[Experiment], extra: dict[str, Any],
+                previous: list[dict[str, Any]] | None = None) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
-    data = {"suite": suite, **extra, "experiments": [e.to_json() for e in experiments]}
+    data = {"suite": suite, **extra, "experiments": [*(previous or []), *(e.to_json() for e in experiments)]}
     paths = {"json": out / "learning.json", "md": out / "learning.md"}
     paths["json"].write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     paths["md"].write_text(markdown(data), encoding="utf-8")

@@ -28,7 +28,7 @@ def matmul_flops(size: int = 1024, repeats: int = 5) -> float:
     return 2 * size**3 / best
 
 
-def training_ratio(tokens: int, seconds: float, params: int, flops: float) -> dict[str, float]:
+def training_ratio(tokens: float, seconds: float, params: int, flops: float) -> dict[str, float]:
     ceiling = flops / (6 * params)
     rate = tokens / seconds if seconds > 0 else 0.0
     return {"train_tokens_per_s": rate, "train_ceiling_tokens_per_s": ceiling,

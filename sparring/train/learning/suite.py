@@ -42,7 +42,7 @@ def quick_model(out: Path) -> str:
 def run_suite(suite: str, out: Path, only: list[str] | None = None, console: Any = None) -> dict[str, Path]:
     from rich.console import Console
 
-    from sparring.train.learning.report import write_suite
+    from sparring.train.learning.report import previous_experiments, write_suite
     from sparring.train.learning.speed import matmul_flops
 
     if suite not in ("quick", "full"):
@@ -57,12 +57,14 @@ def run_suite(suite: str, out: Path, only: list[str] | None = None, console: Any
     model = quick_model(out) if suite == "quick" else "smollm2-135m"
     ctx = Context(out=out, size=suite, model=model, label="tiny" if suite == "quick" else "smollm2-135m",
                   flops=matmul_flops(), console=console)
+    ctx.load_adapters()  # a rerun (`--only`) keeps the adapters earlier experiments registered
     ctx.write_models()
     done: list[Experiment] = []
     failures: dict[str, str] = {}
     extra = {"machine": f"{platform.machine()}, {_cores()} cores, fp32 matmul {ctx.flops / 1e9:.0f} GFLOP/s",
              "model": ctx.label, "failures": failures}
-    ctx.on_progress = lambda exp: write_suite(out, suite, [*done, exp], {**extra, "partial": exp.name})
+    kept = previous_experiments(out, suite, names)
+    ctx.on_progress = lambda exp: write_suite(out, suite, [*done, exp], {**extra, "partial": exp.name}, kept)
     for name in names:
         console.print(f"[bold]learning suite ({suite}): {name}[/bold]")
         start = time.perf_counter()
@@ -81,8 +83,8 @@ def run_suite(suite: str, out: Path, only: list[str] | None = None, console: Any
         exp.wall_s = exp.wall_s or time.perf_counter() - start
         done.append(exp)
         _print(console, exp)
-        write_suite(out, suite, done, extra)  # after every experiment: a killed suite keeps what finished
-    return write_suite(out, suite, done, extra)
+        write_suite(out, suite, done, extra, kept)  # after every experiment: a killed suite keeps what finished
+    return write_suite(out, suite, done, extra, kept)
 
 
 def _cores() -> int:

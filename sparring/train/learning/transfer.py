@@ -19,7 +19,7 @@ from sparring.train.learning.registry import experiment
 from sparring.train.learning.results import Estimate, Experiment, Stage, paired
 
 TRAINED_ON = {"textworld-sft": "textworld_cooking", "dond": "dond", "grpo": "dond", "debate": "debate"}
-SIZES = {"quick": {"instances": 1, "games": ["taboo", "wordle", "dond", "debate", "textworld_cooking"]},
+SIZES: dict[str, dict[str, Any]] = {"quick": {"instances": 1, "games": ["taboo", "wordle", "dond", "debate", "textworld_cooking"]},
          "full": {"instances": None, "games": None}}
 
 
