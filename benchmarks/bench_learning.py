@@ -26,11 +26,14 @@ from pathlib import Path
 
 def main() -> int:
     from sparring.errors import SparringError
+    from sparring.train.learning.report import check_results
     from sparring.train.learning.suite import ORDER, run_suite
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--suite", choices=["quick", "full"], default="quick")
     ap.add_argument("--output", type=Path, required=True)
+    ap.add_argument("--check", action="store_true", help="exit 1 unless every experiment ran and every "
+                    "held-out set is non-empty and disjoint from its training set (CI)")
     ap.add_argument("--only", default=None, help=f"comma-separated experiments (default all: {','.join(ORDER)})")
     args = ap.parse_args()
     only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
@@ -40,6 +43,13 @@ def main() -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(f"wrote {paths['json']} and {paths['md']}")
+    if args.check:
+        problems = check_results(paths["json"], only or list(ORDER))
+        for p in problems:
+            print(f"check: {p}", file=sys.stderr)
+        if problems:
+            return 1
+        print("check: every experiment ran; held-out sets are disjoint from training sets")
     return 0
 
 

@@ -120,3 +120,18 @@ def test_the_quote_judge_is_registered_as_a_scripted_model():
     assert isinstance(judge, ScriptedModel)
     (lp,) = judge.score([_judge_request("<quote>the goose</quote> a goose", "no")])
     assert math.exp(lp[0]) > 0.9
+
+
+def test_check_results_flags_failures_missing_experiments_and_overlaps(tmp_path):
+    from sparring.train.learning.report import check_results, write_suite
+
+    paths = write_suite(tmp_path, "quick", [_experiment()], {"failures": {}})
+    assert check_results(paths["json"], ["toy"]) == []
+    problems = check_results(paths["json"], ["toy", "other"])
+    assert problems == [f"other is missing from {paths['json']}"]
+    data = json.loads(paths["json"].read_text())
+    data["experiments"][0]["heldout_ids"].append("t1")
+    data["failures"] = {"grpo": "RuntimeError: boom\ntrace"}
+    paths["json"].write_text(json.dumps(data))
+    problems = check_results(paths["json"], ["toy"])
+    assert "grpo failed: RuntimeError: boom" in problems and any("overlapping" in p for p in problems)

@@ -38,6 +38,21 @@ def write_suite(out: Path, suite: str, experiments: list[Experiment], extra: dic
     return paths
 
 
+def check_results(path: Path, expected: list[str]) -> list[str]:
+    """Problems of a written learning.json (CI: everything ran, held-out sets disjoint and named)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    problems = [f"{name} failed: {why.splitlines()[0]}" for name, why in (data.get("failures") or {}).items()]
+    names = [e["name"] for e in data["experiments"]]
+    problems += [f"{name} is missing from {path}" for name in expected if name not in names]
+    for e in data["experiments"]:
+        overlap = set(e["training_ids"]) & set(e["heldout_ids"])
+        if overlap or not e["heldout_ids"]:
+            problems.append(f"{e['name']}: held-out set empty or overlapping training ({sorted(overlap)[:3]})")
+        if not e["stages"] or any(not s["metrics"] for s in e["stages"]):
+            problems.append(f"{e['name']}: a stage without metrics")
+    return problems
+
+
 def _est(m: dict[str, Any] | None) -> str:
     if not m or m.get("value") is None:
         return "n/a"
