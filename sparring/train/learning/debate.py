@@ -7,7 +7,8 @@ checked disjoint). Each iteration the policy plays branched self-play debates ju
 judge; sibling continuations become soft DPO pairs (the existing loop, `sparring.train.loop`). The
 held-out evaluation plays every instance twice (sides flipped) trained-vs-base, greedy: win rate
 of the trained debater under the quote judge (ties count half, Wilson interval), its mean judge
-probability and the paired per-instance difference against 0.5 (the base against itself).
+probability and the paired per-instance difference against the base playing itself in the same
+seats (which removes the judge's seat bias).
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ def run(ctx: Context) -> Experiment:
         walls["play_heldout"] = ev_s
         exp.stages.append(Stage(f"debate-dpo-{k}", k, m, walls, info={"pairs": pairs, "loss": train["loss"],
                                                                        "steps": train["steps"]}))
-        exp.paired[f"judge_prob debate-dpo-{k} - 0.5 (quote judge)"] = paired({i: 0.5 for i in per}, per)
+        exp.paired[f"judge_prob debate-dpo-{k} - base (quote judge)"] = paired(base_per, per)
         exp.training_ids = sorted(training)
         exp.__post_init__()
         ctx.progress(exp)

@@ -107,17 +107,18 @@ def plot_curve(e: Experiment, path: Path) -> Path:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(6, 4))
-    baseline = [s for s in e.stages if s.step == 0 and e.primary in s.metrics]
+    baseline = [s for s in e.stages if s.step == 0 and s.seed == 0 and e.primary in s.metrics]
     for seed in sorted({s.seed for s in e.stages}):
-        pts = sorted([s for s in e.stages if (s.seed == seed or s.step == 0) and e.primary in s.metrics],
-                     key=lambda s: s.step)
+        own = [s for s in e.stages if s.seed == seed and e.primary in s.metrics]
+        start = [] if any(s.step == 0 for s in own) else baseline[:1]  # a training seed starts at the base
+        pts = sorted(start + own, key=lambda s: s.step)
         if not pts or pts == baseline:
             continue
         xs = [s.step for s in pts]
         ys = [s.metrics[e.primary].value for s in pts]
         lo = [s.metrics[e.primary].ci[0] for s in pts]
         hi = [s.metrics[e.primary].ci[1] for s in pts]
-        ax.plot(xs, ys, marker="o", label=f"seed {seed}")
+        ax.plot(xs, ys, marker="o", label=pts[-1].name if len(own) == 1 else f"seed {seed}")
         if not any(math.isnan(v) for v in lo + hi):
             ax.fill_between(xs, lo, hi, alpha=0.2)
     if baseline and all(s.step == 0 for s in e.stages):
