@@ -69,6 +69,15 @@ class CookingConfig(Strict):
                                                 "so no command depends on a step the history window dropped")
 
 
+def skip_stale_gold(state: CookingState) -> None:
+    """Step over gold commands that are not valid now: the simulator's gold paths sometimes repeat
+    a command that no longer applies (e.g. `open kitchen cupboard` twice, 4 of the first 12
+    train-fold games at 3 rooms); replaying it would be an invalid command and leave the path."""
+    valid = set(state.info.get("validActions") or [])
+    while state.gold_pos < len(state.gold) and state.gold[state.gold_pos] not in valid:
+        state.gold_pos += 1
+
+
 @register_game("textworld_cooking")
 class TextWorldCookingGame(Game[CookingInstance, CookingState]):
     name: ClassVar[str] = "textworld_cooking"
@@ -141,6 +150,7 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
         first, first_short = self._observation(prompts, common, info, str(info["observation"]), 1)
         state = CookingState(instance=instance, prompts=prompts, lease=lease, system=system, first=first,
                              first_short=first_short, gold=gold, info=info)
+        skip_stale_gold(state)
         weakref.finalize(state, lease.release)  # a failed episode's simulator comes back too
         self._event(state, ENVIRONMENT, "observation", str(info["observation"]))
         return state
@@ -194,8 +204,8 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
 
     def request_labels(self, state: CookingState, player: str) -> dict[str, Any]:
         """The next gold command, while every command so far followed the gold path."""
-        if state.on_gold and state.n_steps < len(state.gold):
-            return {GOLD_LABEL: state.gold[state.n_steps]}
+        if state.on_gold and state.gold_pos < len(state.gold):
+            return {GOLD_LABEL: state.gold[state.gold_pos]}
         return {}
 
     # -- acting ------------------------------------------------------------------------------
@@ -209,8 +219,10 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
         valid = state.info.get("validActions") or []
         matched = match_command(command, set(valid)) if command else None
         index = state.n_steps
-        if state.on_gold and (index >= len(state.gold) or matched != state.gold[index]):
+        if state.on_gold and (state.gold_pos >= len(state.gold) or matched != state.gold[state.gold_pos]):
             state.on_gold = False
+        elif state.on_gold:
+            state.gold_pos += 1
         if matched is not None:
             try:
                 feedback, _, _, info = state.lease.env.step(matched)
@@ -237,6 +249,7 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
                                         feedback, index + 2)
         state.steps.append(Step(command=new(Message, role="assistant", content=shown), short=short, full=full))
         self._event(state, ENVIRONMENT, "observation", feedback, score=state.score)
+        skip_stale_gold(state)
         if state.success or state.failure or state.n_steps >= self.config.max_steps:
             state.over = True
             state.end = "success" if state.success else "failure" if state.failure else "max_steps"

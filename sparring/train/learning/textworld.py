@@ -74,7 +74,7 @@ def run(ctx: Context) -> Experiment:
     start = time.perf_counter()
     gold, gold_s, _ = ctx.play(_config("textworld-gold", "train", size["train"], size, {"max_new_tokens": 16}),
                                "textworld-gold")
-    rows = episode_rows(gold)
+    rows = episode_rows([r for r in gold if r.outcome and r.outcome.metrics.get("success")])
     base_m, base_scores, base_s, base_records = evaluate(ctx, ctx.label, "textworld-base", size["heldout"], size)
     exp = Experiment(
         name="textworld-sft", description="TextWorld cooking: LoRA SFT on gold demonstrations (one multi-turn "
