@@ -135,3 +135,43 @@ def test_check_results_flags_failures_missing_experiments_and_overlaps(tmp_path)
     paths["json"].write_text(json.dumps(data))
     problems = check_results(paths["json"], ["toy"])
     assert "grpo failed: RuntimeError: boom" in problems and any("overlapping" in p for p in problems)
+
+
+@pytest.mark.parametrize("size", ["quick", "full"])
+def test_the_loop_experiments_build_valid_loop_configs(tmp_path, size):
+    from sparring.train.learning import debate, dond
+    from sparring.train.learning.context import Context
+
+    ctx = Context(out=tmp_path, size=size, model="smollm2-135m", label="smollm2-135m")
+    d = debate._loop_config(ctx, debate.SIZES[size])
+    assert d.method == "dpo" and d.selfplay["agents"]["judge"]["model"] == "quote-judge"
+    assert d.selfplay["dataset"]["split"] == "train" and d.evaluation.dataset["split"] == "test"
+    n = dond._loop_config(ctx, dond.SIZES[size], dond.DATA)
+    assert n.method == "sft" and n.warm_start is not None
+    assert n.selfplay["dataset"]["split"] == "train" and n.evaluation.dataset["split"] == "test"
+
+
+def test_registered_adapters_become_model_specs_and_transfer_picks_the_final_ones(tmp_path):
+    import yaml
+
+    from sparring.models.registry import load_model_specs
+    from sparring.train.learning.context import Context
+    from sparring.train.learning.transfer import finals, trained_game
+
+    ctx = Context(out=tmp_path, size="quick", model="smollm2-135m", label="smollm2-135m")
+    adapter = tmp_path / "a"
+    adapter.mkdir()
+    for stage in ("textworld-sft-s0-c1", "textworld-sft-s0", "textworld-sft-s1", "dond-warm", "dond-selfplay-1",
+                  "dond-selfplay-2", "debate-dpo-1", "debate-dpo-2", "grpo"):
+        ctx.register(stage, adapter)
+    specs = load_model_specs(ctx.models_file)
+    spec = specs["smollm2-135m@textworld-sft-s0"]
+    assert spec.backend == "hf" and spec.args["default_adapter"] == "trained"
+    assert spec.args["adapters"]["trained"] == str(adapter.resolve())
+    assert finals(ctx.adapters) == ["smollm2-135m@textworld-sft-s0", "smollm2-135m@dond-selfplay-2",
+                                    "smollm2-135m@debate-dpo-2", "smollm2-135m@grpo"]
+    assert trained_game("smollm2-135m@grpo") == "dond" and trained_game("x@textworld-sft-s0") == "textworld_cooking"
+    again = Context(out=tmp_path, size="quick", model="smollm2-135m", label="smollm2-135m")
+    again.load_adapters()
+    assert again.adapters == ctx.adapters
+    assert "quote-judge" in yaml.safe_load(ctx.models_file.read_text())["models"]
