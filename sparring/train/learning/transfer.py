@@ -19,8 +19,10 @@ from sparring.train.learning.registry import experiment
 from sparring.train.learning.results import Estimate, Experiment, Stage, paired
 
 TRAINED_ON = {"textworld-sft": "textworld_cooking", "dond": "dond", "grpo": "dond", "debate": "debate"}
-SIZES: dict[str, dict[str, Any]] = {"quick": {"instances": 1, "games": ["taboo", "wordle", "dond", "debate", "textworld_cooking"]},
-         "full": {"instances": None, "games": None}}
+SIZES: dict[str, dict[str, Any]] = {
+    "quick": {"instances": 1, "games": ["taboo", "wordle", "dond"], "adapters": 1},  # a pipeline check
+    "full": {"instances": None, "games": None, "adapters": None},
+}
 
 
 def trained_game(alias: str) -> str | None:
@@ -45,7 +47,7 @@ def run(ctx: Context) -> Experiment:
     from sparring.analysis.bench import BenchOptions, run_bench
 
     size = SIZES[ctx.size]
-    models = finals(ctx.adapters)
+    models = finals(ctx.adapters)[: size["adapters"]]
     if not models:
         raise SparringError("transfer: no trained adapter in this suite run (run the other experiments first)")
     start = time.perf_counter()
