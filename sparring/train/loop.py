@@ -144,7 +144,8 @@ class Loop:
             why = ("selfplay needs `branch: {target: <policy agent>}` or the policy agent best_of_n with "
                    "n >= 2, and alternatives that the judge values differently")
         else:
-            rows = sft_rows(records, ExportFilters(agent=self.config.policy_agent, keep=e.keep, k=e.k))
+            rows = sft_rows(records, ExportFilters(agent=self.config.policy_agent, keep=e.keep, k=e.k,
+                                                   include_aborted=e.include_aborted))
             why = f"no game of the policy passed keep={e.keep!r} (all rewards equal, e.g. no deal at all?)"
         if not rows:
             raise SparringError(f"iteration {k}: self-play gave no training rows ({why})")

@@ -21,9 +21,9 @@ from sparring.train.learning.results import Experiment, Stage, mean, paired, rat
 DATA = "/work/shared/data/dond/data.txt"
 SIZES: dict[str, dict[str, Any]] = {
     "quick": {"warm": 4, "games": 4, "heldout": 4, "iterations": 2, "tokens": 16, "max_turns": 4, "max_steps": 1,
-              "keep": "all"},  # a tiny random model makes no deal: keep every game (a pipeline check)
+              "keep": "all", "aborted": True},  # a tiny random model aborts every game: a pipeline check
     "full": {"warm": 256, "games": 64, "heldout": 64, "iterations": 2, "tokens": 32, "max_turns": 8, "max_steps": -1,
-             "keep": "above_avg"},
+             "keep": "above_avg", "aborted": False},
 }
 GAME = {"objective": "self", "untagged_as_message": True, "prefill_proposals": True,
         "reveal_proposals": True, "remind_pool": True}
@@ -49,7 +49,7 @@ def _loop_config(ctx: Context, size: dict[str, Any], data: str) -> Any:
                      "agents": {"policy": {"role": "negotiator", "model": ctx.label, "sampling": sampling}},
                      "tournament": {"type": "self_play", "participants": ["policy"]},
                      "run": {"seed": 0, "max_live": 32}},
-        "export": {"keep": size["keep"], "cumulative": False},
+        "export": {"keep": size["keep"], "cumulative": False, "include_aborted": size["aborted"]},
         "train": {"method": "sft", "model": ctx.model, "learning_rate": 2e-4, "epochs": 1, "batch_size": 4,
                   "max_steps": size["max_steps"],
                   "max_length": 768, "lora": {"r": 8, "alpha": 16}},
