@@ -175,3 +175,11 @@ def test_registered_adapters_become_model_specs_and_transfer_picks_the_final_one
     again.load_adapters()
     assert again.adapters == ctx.adapters
     assert "quote-judge" in yaml.safe_load(ctx.models_file.read_text())["models"]
+
+
+def test_the_cli_command_refuses_an_unknown_suite(tmp_path):
+    from sparring.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["bench-learning", "--suite", "huge", "--output", str(tmp_path)])
+    assert e.value.code == 2
