@@ -67,6 +67,31 @@ class Loop:
         self._save()
         return it[stage]
 
+    def stage(self, k: int, stage: str) -> Any:
+        """Run one stage of iteration k (once: a finished stage returns its recorded result), for
+        callers that drive the stages themselves (the learning suite evaluates on its own)."""
+        if stage not in STAGES:
+            raise SparringError(f"unknown loop stage {stage!r}; one of {', '.join(STAGES)}")
+        return self._stage(k, stage, getattr(self, stage))
+
+    def start(self) -> None:
+        """The models file, the warm start (if configured) and ALIAS@0: what `run` does first.
+        Under `accelerate launch` the main process writes; every process trains the warm start."""
+        self.state = distributed.from_main(self.state)
+        if distributed.is_main() and not self.models_file.is_file():
+            user = read_yaml(self.config.models_file) if self.config.models_file else None
+            models = dict((user or {}).get("models") or {})
+            models[f"{self.config.alias}@base"] = self._base_entry()
+            self._write_models({"models": models})
+        if self.config.warm_start and "warm" not in self.state:
+            self.console.print("[bold]warm start: SFT on human games[/bold]")
+            self.state["warm"] = distributed.stage(self.warm, all_ranks=True, what="warm start")
+            self._save()
+        if "registered0" not in self.state:
+            distributed.on_main(lambda: self.register(0), "register ALIAS@0")
+            self.state["registered0"] = True
+            self._save()
+
     def policy(self, k: int) -> str:
         """The model alias playing in iteration k: ALIAS@0 is the base model (after its warm
         start, if any); ALIAS@base is the base model itself."""
@@ -127,7 +152,8 @@ class Loop:
             why = ("selfplay needs `branch: {target: <policy agent>}` or the policy agent best_of_n with "
                    "n >= 2, and alternatives that the judge values differently")
         else:
-            rows = sft_rows(records, ExportFilters(agent=self.config.policy_agent, keep=e.keep, k=e.k))
+            rows = sft_rows(records, ExportFilters(agent=self.config.policy_agent, keep=e.keep, k=e.k,
+                                                   include_aborted=e.include_aborted))
             why = f"no game of the policy passed keep={e.keep!r} (all rewards equal, e.g. no deal at all?)"
         if not rows:
             raise SparringError(f"iteration {k}: self-play gave no training rows ({why})")
@@ -240,20 +266,7 @@ class Loop:
 
     # -- the loop ------------------------------------------------------------------------------
     def run(self) -> Path:
-        self.state = distributed.from_main(self.state)
-        if distributed.is_main() and not self.models_file.is_file():
-            user = read_yaml(self.config.models_file) if self.config.models_file else None
-            models = dict((user or {}).get("models") or {})
-            models[f"{self.config.alias}@base"] = self._base_entry()
-            self._write_models({"models": models})
-        if self.config.warm_start and "warm" not in self.state:
-            self.console.print("[bold]warm start: SFT on human games[/bold]")
-            self.state["warm"] = distributed.stage(self.warm, all_ranks=True, what="warm start")
-            self._save()
-        if "registered0" not in self.state:
-            distributed.on_main(lambda: self.register(0), "register ALIAS@0")
-            self.state["registered0"] = True
-            self._save()
+        self.start()
         for k in range(1, self.config.iterations + 1):
             for stage in STAGES:
                 self._stage(k, stage, getattr(self, stage))

@@ -17,6 +17,7 @@ class ExportSettings(Strict):
     keep: Literal["all", "winners", "correct", "above_avg", "nonzero", "top_k"] = "above_avg"
     k: int = Field(100, ge=1, description="top_k: how many (episode, player) pairs")
     cumulative: bool = Field(False, description="SFT: train on every iteration's rows so far, not only the last")
+    include_aborted: bool = Field(False, description="SFT: also rows of aborted games (their accepted turns)")
     target: Literal["prob", "log_prob", "logit", "binary"] = "prob"
     gamma: float = Field(1.0, gt=0.0)
     min_gap: float = Field(0.0, ge=0.0)

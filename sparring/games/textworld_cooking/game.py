@@ -51,6 +51,12 @@ from sparring.games.textworld_cooking.state import ENVIRONMENT, PLAYER, CookingS
 from sparring.types import Message, Strict, new
 
 COMMAND_TAG = "command"
+RECIPE_START = "Gather all following ingredients"
+
+
+def is_recipe(feedback: str) -> bool:
+    """The simulator's answer to `read cookbook` (the only text that lists the directions)."""
+    return feedback.lstrip().startswith(RECIPE_START) and "Directions:" in feedback
 SOURCES = ("cookingworld",)
 
 
@@ -60,6 +66,17 @@ class CookingConfig(Strict):
     max_steps: int = Field(30, ge=1, description="commands before the episode ends unfinished")
     show_valid_actions: bool = Field(True, description="list the valid commands in every observation")
     history: int | None = Field(None, ge=0, description="past steps kept in the observation (None = all)")
+    keep_recipe: bool = Field(True, description="once the cookbook is read, every observation shows the recipe, "
+                                                "so no command depends on a step the history window dropped")
+
+
+def skip_stale_gold(state: CookingState) -> None:
+    """Step over gold commands that are not valid now: the simulator's gold paths sometimes repeat
+    a command that no longer applies (e.g. `open kitchen cupboard` twice, 4 of the first 12
+    train-fold games at 3 rooms); replaying it would be an invalid command and leave the path."""
+    valid = set(state.info.get("validActions") or [])
+    while state.gold_pos < len(state.gold) and state.gold[state.gold_pos] not in valid:
+        state.gold_pos += 1
 
 
 @register_game("textworld_cooking")
@@ -135,6 +152,7 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
         first, first_short = self._observation(prompts, common, info, str(info["observation"]), 1)
         state = CookingState(instance=instance, prompts=prompts, lease=lease, system=system, first=first,
                              first_short=first_short, gold=gold, info=info)
+        skip_stale_gold(state)
         weakref.finalize(state, lease.release)  # a failed episode's simulator comes back too
         self._event(state, ENVIRONMENT, "observation", str(info["observation"]))
         return state
@@ -143,11 +161,15 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
         return {"task": str(info.get("taskDescription") or ""), "max_steps": self.config.max_steps,
                 "show_valid": self.config.show_valid_actions}
 
+    def _recipe(self, state: CookingState) -> dict[str, Any]:
+        return {"recipe": state.recipe} if self.config.keep_recipe and state.recipe else {}
+
     def _observation(self, prompts: Any, common: dict[str, Any], info: dict[str, Any], feedback: str,
                      step: int) -> tuple[Message, Message]:
         """(full, short) renderings of what the player sees after `feedback`."""
         look = str(info.get("look") or "")
         var = dict(common, feedback=feedback, look="" if look.strip() == feedback.strip() else look,
+                   recipe=common.get("recipe") if common.get("recipe") not in (None, feedback) else "",
                    inventory=str(info.get("inventory") or ""), step=step,
                    steps_left=self.config.max_steps - step + 1,
                    valid=sorted(info.get("validActions") or []) if self.config.show_valid_actions else [])
@@ -184,8 +206,8 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
 
     def request_labels(self, state: CookingState, player: str) -> dict[str, Any]:
         """The next gold command, while every command so far followed the gold path."""
-        if state.on_gold and state.n_steps < len(state.gold):
-            return {GOLD_LABEL: state.gold[state.n_steps]}
+        if state.on_gold and state.gold_pos < len(state.gold):
+            return {GOLD_LABEL: state.gold[state.gold_pos]}
         return {}
 
     # -- acting ------------------------------------------------------------------------------
@@ -199,8 +221,10 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
         valid = state.info.get("validActions") or []
         matched = match_command(command, set(valid)) if command else None
         index = state.n_steps
-        if state.on_gold and (index >= len(state.gold) or matched != state.gold[index]):
+        if state.on_gold and (state.gold_pos >= len(state.gold) or matched != state.gold[state.gold_pos]):
             state.on_gold = False
+        elif state.on_gold:
+            state.gold_pos += 1
         if matched is not None:
             try:
                 feedback, _, _, info = state.lease.env.step(matched)
@@ -209,6 +233,8 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
                 raise
             feedback = str(feedback)
             state.info = info
+            if is_recipe(feedback):
+                state.recipe = feedback.strip()
         else:
             state.n_invalid += 1
             tag = "invalid" if command else "empty"
@@ -221,9 +247,11 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
         state.score = min(1.0, max(0.0, float(info.get("score") or 0.0)))
         state.success = bool(info.get("tasksuccess"))
         state.failure = bool(info.get("taskfailure"))
-        full, short = self._observation(state.prompts, self._common(info), info, feedback, index + 2)
+        full, short = self._observation(state.prompts, {**self._common(info), **self._recipe(state)}, info,
+                                        feedback, index + 2)
         state.steps.append(Step(command=new(Message, role="assistant", content=shown), short=short, full=full))
         self._event(state, ENVIRONMENT, "observation", feedback, score=state.score)
+        skip_stale_gold(state)
         if state.success or state.failure or state.n_steps >= self.config.max_steps:
             state.over = True
             state.end = "success" if state.success else "failure" if state.failure else "max_steps"

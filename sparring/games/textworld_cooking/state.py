@@ -45,10 +45,12 @@ class CookingState:
     raw_score: float = 0.0
     n_invalid: int = 0
     on_gold: bool = True                 # every command so far followed the gold path
+    gold_pos: int = 0                    # index of the next gold command (stale ones skipped)
     over: bool = False
     end: str | None = None               # success | failure | max_steps
     success: bool = False
     failure: bool = False
+    recipe: str | None = None            # the cookbook's text, once read (`keep_recipe`)
 
     @property
     def n_steps(self) -> int:

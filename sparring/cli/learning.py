@@ -1,0 +1,30 @@
+"""`sparring bench-learning --suite quick|full --output DIR`: the learning suite (does playing
+make the model better on held-out instances?). Same as `python benchmarks/bench_learning.py`; the
+logic lives in `sparring.train.learning`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def bench_learning(
+    suite: str = typer.Option("quick", "--suite", "-s", help="quick (tiny model, toy sizes, minutes) or full "
+                              "(the bundled model at the issue's sizes, hours on a CPU)."),
+    output: Path = typer.Option(..., "--output", "-o", help="Output directory: learning.json, learning.md, "
+                                "curves/*.png, models.yaml with every trained adapter as MODEL@STAGE."),
+    only: str | None = typer.Option(None, "--only", help="Comma-separated experiments (default: all): "
+                                    "textworld-sft, dond-selfplay, debate-dpo, grpo, transfer."),
+) -> None:
+    """Train on some instances, measure held-out ones before and after, with 95% intervals."""
+    from sparring.train.learning.suite import run_suite
+
+    picked = [x.strip() for x in only.split(",") if x.strip()] if only else None
+    paths = run_suite(suite, output, picked)
+    typer.echo(f"wrote {paths['json']} and {paths['md']}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `bench-learning` to the root `sparring` app."""
+    app.command("bench-learning")(bench_learning)

@@ -1,0 +1,109 @@
+"""What every experiment of the suite shares: the output folder, the model under training (the
+bundled model, or a tiny random one for `--suite quick`), the suite's models file where trained
+adapters are registered as `MODEL@STAGE` specs, and a `play` helper that runs an ordinary
+experiment config through the engine and returns its records and wall time."""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sparring.errors import SparringError
+
+# the deterministic scripted debate judge (sparring/games/debate/scripted_judge.py)
+QUOTE_JUDGE = {"backend": "scripted", "args": {
+    "record_requests": False, "mode": "fixed", "text": "A", "score_mode": "callable",
+    "score_function": "sparring.games.debate.scripted_judge:quote_judge_weights"}}
+TEXTWORLD_GOLD = {"backend": "scripted", "args": {
+    "record_requests": False, "mode": "callable", "function": "sparring.games.textworld_cooking.gold:gold_command"},
+    "sampling": {"max_new_tokens": 16}}
+NEGOTIATOR = {"backend": "scripted", "args": {
+    "record_requests": False, "mode": "random", "seed": 21, "texts": [
+        "[message] I would like the books; you can keep the hats.",
+        "[message] The balls matter most to me. What do you need?", "[message] Let us split evenly."]},
+    "sampling": {"max_new_tokens": 32}}
+
+
+@dataclass
+class Context:
+    out: Path
+    size: str                    # quick | full
+    model: str                   # training base: a registry name or a model directory
+    label: str                   # its name in the suite's models file (adapters: LABEL@STAGE)
+    flops: float = 0.0           # this machine's fp32 matmul FLOP/s (the training ceiling)
+    console: Any = None
+    adapters: dict[str, str] = field(default_factory=dict)  # stage alias -> adapter dir
+    on_progress: Any = None      # called with an unfinished Experiment after each stage
+
+    def progress(self, exp: Any) -> None:
+        """Write what an experiment has measured so far (a killed suite keeps finished stages)."""
+        if self.on_progress is not None:
+            self.on_progress(exp)
+
+    @property
+    def models_file(self) -> Path:
+        return self.out / "models.yaml"
+
+    def base_entry(self) -> dict[str, Any]:
+        from sparring.models.registry import load_model_specs, resolve_name
+
+        if Path(self.model).expanduser().is_dir():
+            return {"backend": "hf", "args": {"model": str(Path(self.model).expanduser().resolve())}}
+        specs = load_model_specs()
+        spec = specs[resolve_name(self.model, specs)]
+        return {"backend": spec.backend, "args": dict(spec.args), "sampling": dict(spec.sampling)}
+
+    def write_models(self) -> None:
+        """The suite's models file: the base model, the scripted helpers, every registered adapter."""
+        models: dict[str, Any] = {self.label: self.base_entry(), "quote-judge": QUOTE_JUDGE,
+                                  "textworld-gold": TEXTWORLD_GOLD, "scripted-negotiator": NEGOTIATOR}
+        for alias, adapter in self.adapters.items():
+            entry = copy.deepcopy(models[self.label])
+            entry["args"].update(adapters={"trained": adapter}, default_adapter="trained")
+            models[alias] = entry
+        self.out.mkdir(parents=True, exist_ok=True)
+        tmp = self.models_file.with_suffix(".tmp")
+        tmp.write_text(yaml.safe_dump({"models": models}, sort_keys=False), encoding="utf-8")
+        os.replace(tmp, self.models_file)
+
+    def load_adapters(self) -> None:
+        """The `LABEL@STAGE` adapters an earlier run of the suite registered in OUT/models.yaml."""
+        from sparring.config_io import read_yaml
+
+        if not self.models_file.is_file():
+            return
+        for alias, entry in ((read_yaml(self.models_file) or {}).get("models") or {}).items():
+            adapter = ((entry or {}).get("args") or {}).get("adapters", {}).get("trained")
+            if alias.startswith(f"{self.label}@") and adapter and Path(adapter).is_dir():
+                self.adapters[alias] = adapter
+
+    def register(self, stage: str, adapter: Path | str) -> str:
+        """`LABEL@STAGE` in the suite's models file: the base model with this adapter as default."""
+        alias = f"{self.label}@{stage}"
+        self.adapters[alias] = str(Path(adapter).resolve())
+        self.write_models()
+        return alias
+
+    def play(self, config: dict[str, Any], name: str) -> tuple[list[Any], float, Path]:
+        """Run one experiment config (its `models_file` = the suite's); (records, seconds, run dir)."""
+        from sparring.engine.run import RunOptions, run_experiment
+        from sparring.records.reader import iter_records
+
+        data = {**copy.deepcopy(config), "name": name, "models_file": str(self.models_file.resolve())}
+        path = self.out / "configs" / f"{name}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        start = time.perf_counter()
+        result = run_experiment(RunOptions(configuration=str(path), output_dir=str(self.out / "runs"),
+                                           run_name=name, quiet=True), console=self.console)
+        seconds = time.perf_counter() - start
+        if result.status != "complete":
+            raise SparringError(f"{name}: the run ended {result.status} (see {result.run_dir})")
+        run_dir = Path(result.run_dir or "")
+        return list(iter_records(run_dir)), seconds, run_dir

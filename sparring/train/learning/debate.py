@@ -1,0 +1,141 @@
+"""Experiment 3: debate, iterative DPO (Arnesen et al.) — first against the deterministic scripted
+quote judge (`sparring/games/debate/scripted_judge.py`: its preference is known and learnable),
+then the final policy judged by the base model itself.
+
+Training debates are the generated dataset's `train` split, held-out ones its `test` split (ids
+checked disjoint). Each iteration the policy plays branched self-play debates judged by the quote
+judge; sibling continuations become soft DPO pairs (the existing loop, `sparring.train.loop`). The
+held-out evaluation plays every instance twice (sides flipped) trained-vs-base, greedy: win rate
+of the trained debater under the quote judge (ties count half, Wilson interval), its mean judge
+probability and the paired per-instance difference against the base playing itself in the same
+seats (which removes the judge's seat bias).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import Any
+
+from sparring.train.learning.context import Context
+from sparring.train.learning.registry import experiment
+from sparring.train.learning.results import Experiment, Stage, mean, paired, rate
+
+SIZES: dict[str, dict[str, Any]] = {
+    "quick": {"train": 2, "heldout": 2, "iterations": 2, "tokens": 16, "max_pairs": 2, "max_length": 1024,
+              "max_steps": 1},
+    "full": {"train": 8, "heldout": 32, "iterations": 2, "tokens": 48, "max_pairs": 8, "max_length": 1024,
+             "max_steps": -1},
+}
+GAME = {"format": "debate", "rounds": 1}
+DATA_ARGS = {"people": 2, "filler_sentences": 0}
+
+
+def _loop_config(ctx: Context, size: dict[str, Any]) -> Any:
+    from sparring.train.loop_config import LoopConfig
+
+    return LoopConfig.model_validate({
+        "name": "debate-dpo", "alias": "debater", "method": "dpo", "iterations": size["iterations"],
+        "output_dir": str(ctx.out / "loops" / "debate-dpo"), "models_file": str(ctx.models_file),
+        "policy_agent": "policy",
+        "selfplay": {"game": "debate", "game_args": GAME,
+                     "dataset": {"name": "generated", "split": "train", "limit": size["train"], "args": DATA_ARGS},
+                     "agents": {"policy": {"role": "debater", "model": ctx.label,
+                                           "sampling": {"temperature": 0.9, "max_new_tokens": size["tokens"]}},
+                                "judge": {"role": "judge", "model": "quote-judge"}},
+                     "tournament": {"type": "self_play", "participants": ["policy"], "judges": ["judge"], "flip": True},
+                     "branch": {"target": "policy", "k": 2, "mode": "half", "depth": 1},
+                     "run": {"seed": 0, "max_live": 16}},
+        "export": {"target": "prob", "gamma": 1.0, "min_gap": 0.0, "max_pairs": size["max_pairs"]},
+        "train": {"method": "dpo", "model": ctx.model, "learning_rate": 2e-4, "epochs": 1, "batch_size": 2,
+                  "max_steps": size["max_steps"],
+                  "max_length": size["max_length"], "lora": {"r": 8, "alpha": 16},
+                  "dpo": {"beta": 0.1, "soft": True}},
+        "evaluation": {"dataset": {"name": "generated", "split": "test", "limit": size["heldout"], "args": DATA_ARGS}}})
+
+
+def evaluate(ctx: Context, policy: str, judge: str, name: str, size: dict[str, Any]) -> tuple[dict, dict, float]:
+    """Policy vs base on every held-out debate, both side assignments, greedy."""
+    sampling = {"temperature": 0.0, "max_new_tokens": size["tokens"]}
+    cfg = {"game": "debate", "game_args": GAME,
+           "dataset": {"name": "generated", "split": "test", "limit": size["heldout"], "args": DATA_ARGS},
+           "agents": {"policy": {"role": "debater", "model": policy, "sampling": sampling},
+                      "base": {"role": "debater", "model": ctx.label, "sampling": sampling},
+                      "judge": {"role": "judge", "model": judge}},
+           "tournament": {"type": "custom", "matchups": [["policy", "base"]], "judges": ["judge"], "flip": True},
+           "run": {"seed": 0, "max_live": 16}}
+    records, seconds, _ = ctx.play(cfg, name)
+    wins, probs, quotes = [], [], []
+    per: dict[str, list[float]] = defaultdict(list)
+    for r in records:
+        m = r.outcome.metrics if r.outcome else {}
+        seat = next((p for p, s in r.seats.items() if s.agent == "policy"), None)
+        if seat is None or "probs" not in m:
+            continue
+        p = float(m["probs"].get(seat, 0.5))
+        probs.append(p)
+        per[r.instance_id].append(p)
+        wins.append(0.5 if m.get("tie") else float(m.get("winner") == seat))
+        q = (m.get("quote_stats") or {}).get(seat) or {}
+        quotes.append(float(q.get("n_valid") or 0))
+    metrics = {"win_rate": rate(wins), "judge_prob": mean(probs), "valid_quotes": mean(quotes)}
+    return metrics, {k: sum(v) / len(v) for k, v in per.items()}, seconds
+
+
+@experiment("debate-dpo")
+def run(ctx: Context) -> Experiment:
+    from sparring.train.loop import Loop
+
+    size = SIZES[ctx.size]
+    start = time.perf_counter()
+    config = _loop_config(ctx, size)
+    loop = Loop(config, "<learning suite>", console=ctx.console)
+    loop.start()
+    base_m, base_per, base_s = evaluate(ctx, ctx.label, "quote-judge", "debate-base", size)
+    heldout = sorted(base_per)
+    exp = _new(ctx, set(), heldout)
+    exp.stages.append(Stage("base", 0, base_m, {"play_heldout": base_s}))
+    ctx.progress(exp)
+    training: set[str] = set()
+    final = ctx.label
+    for k in range(1, size["iterations"] + 1):
+        walls = {}
+        for stage in ("play", "export", "train", "register"):
+            t = time.perf_counter()
+            result = loop.stage(k, stage)
+            walls[stage] = time.perf_counter() - t
+            if stage == "export":
+                training |= set(result["instances"])
+                pairs = result["pairs"]
+        train = loop.state["iterations"][str(k)]["train"]
+        final = ctx.register(f"debate-dpo-{k}", train["adapter"])
+        m, per, ev_s = evaluate(ctx, final, "quote-judge", f"debate-dpo-{k}", size)
+        walls["play_heldout"] = ev_s
+        exp.stages.append(Stage(f"debate-dpo-{k}", k, m, walls, info={"pairs": pairs, "loss": train["loss"],
+                                                                       "steps": train["steps"]}))
+        exp.paired[f"judge_prob debate-dpo-{k} - base (quote judge)"] = paired(base_per, per)
+        exp.training_ids = sorted(training)
+        exp.__post_init__()
+        ctx.progress(exp)
+    # the bundled model as judge: mean judge probability of the final policy, paired over instances
+    m, per, ev_s = evaluate(ctx, final, ctx.label, "debate-final-model-judge", size)
+    b, bper, bs = evaluate(ctx, ctx.label, ctx.label, "debate-base-model-judge", size)
+    exp.stages.append(Stage("base, model judge", 0, b, {"play_heldout": bs}, seed=100,
+                            info={"judge": ctx.label}))
+    ctx.progress(exp)
+    exp.stages.append(Stage(f"{final.split('@')[1]}, model judge", size["iterations"], m, {"play_heldout": ev_s},
+                            seed=100, info={"judge": ctx.label}))
+    exp.paired["judge_prob final - base (model judge)"] = paired(bper, per)
+    exp.notes.append("seed 100 rows: judged by the base model itself (mean judge probability of the "
+                     "policy's side); the other rows: the scripted quote judge")
+    exp.wall_s = time.perf_counter() - start
+    return exp
+
+
+def _new(ctx: Context, training: set[str], heldout: list[str]) -> Experiment:
+    return Experiment(
+        name="debate-dpo", description="Debate: iterative soft DPO from branched self-play judged by the "
+        "scripted quote judge; held-out flipped debates, trained vs base, greedy.", model=ctx.label,
+        primary="win_rate", training_ids=sorted(training), heldout_ids=heldout,
+        target="win rate vs base >= 0.70 under the quote judge on >= 64 held-out flipped debates, "
+               "interval excluding 0.5, within 2 iterations")
