@@ -11,9 +11,9 @@ iteration. Resumable stage by stage. Same as `sparring train loop CONFIG` (metho
 import sys
 
 try:  # Ctrl-C while the libraries load: exit quietly, like the command itself
-    from sparring.cli.train import loop_main
+    from sparring.cli.train import selfplay_main
 except KeyboardInterrupt:
     sys.exit(130)
 
 if __name__ == "__main__":
-    loop_main()
+    selfplay_main()

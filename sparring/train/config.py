@@ -52,5 +52,10 @@ class TrainSettings(Strict):
     gradient_checkpointing: bool = True
     seed: int = 0
     logging_steps: int = Field(1, ge=1)
+    save_steps: int = Field(25, ge=0, description="checkpoint every N optimizer steps into OUT/trainer (0: only "
+                                                  "when --max-minutes stops the run); a rerun resumes from the last")
+    save_total_limit: int = Field(2, ge=1, description="checkpoints kept (the oldest are deleted)")
+    max_minutes: float | None = Field(None, gt=0.0, description="stop after this many minutes of training, "
+                                                                "saving a checkpoint to resume from")
     dpo: DPOSettings = Field(default_factory=DPOSettings)
     kto: KTOSettings = Field(default_factory=KTOSettings)

@@ -13,7 +13,10 @@ loop's models file and held-out cross-play of `ALIAS@k` against the base, agains
 and (SFT) against itself gives win rates, Bradley–Terry ratings and the game's own metrics
 (judge accuracy; agreement, reward, Pareto-optimal, abort and valid-action rates, dialogue length). Every stage records its completion in `state.json`, so a
 killed loop rerun with the same command continues at the stage where it stopped and never trains a
-finished iteration again (the games themselves resume inside their run directories).
+finished iteration again (the games themselves resume inside their run directories). Each stage
+also records the part of the config it depends on (`loop_state.py`): after an edit to the config
+the rerun stops (exit 2) naming the changed keys, and `--restart-from STAGE` starts over from a
+stage on purpose, moving that stage's and every later stage's outputs aside.
 """
 
 from __future__ import annotations
@@ -29,8 +32,7 @@ import yaml
 from sparring.config_io import load_yaml_model, read_yaml
 from sparring.errors import SparringError
 from sparring.train.loop_config import LoopConfig
-
-STAGES = ("play", "export", "train", "register", "evaluate")
+from sparring.train.loop_state import STAGES, LoopState
 
 
 class Loop:
@@ -39,17 +41,14 @@ class Loop:
 
         self.config, self.file = config, file
         self.dir = Path(config.output_dir or Path(os.environ.get("SPARRING_RUNS_DIR") or "runs") / config.name)
-        self.dir.mkdir(parents=True, exist_ok=True)
         self.console = console or Console()
         self.state_path = self.dir / "state.json"
-        self.state: dict[str, Any] = (json.loads(self.state_path.read_text()) if self.state_path.is_file()
-                                      else {"iterations": {}})
+        self.tracker = LoopState(self.state_path, config, file)
+        self.state: dict[str, Any] = self.tracker.state
 
     # -- bookkeeping ---------------------------------------------------------------------------
     def _save(self) -> None:
-        tmp = self.state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.state, indent=2, sort_keys=True))
-        os.replace(tmp, self.state_path)
+        self.tracker.save()
 
     def _it(self, k: int) -> dict[str, Any]:
         return self.state["iterations"].setdefault(str(k), {"done": []})
@@ -59,6 +58,7 @@ class Loop:
         if stage in it["done"]:
             return it.get(stage)
         self.console.print(f"[bold]iteration {k}: {stage}[/bold]")
+        self.tracker.start(f"{k}:{stage}")
         it[stage] = fn(k)
         it["done"].append(stage)
         self._save()
@@ -99,13 +99,17 @@ class Loop:
         data["models_file"] = str(self.models_file.resolve())
         return data
 
-    def play(self, k: int) -> dict[str, Any]:
+    def play_experiment(self, k: int) -> dict[str, Any]:
+        """The experiment config of iteration k's self-play games."""
         cfg = self._experiment(self.config.selfplay, f"{self.config.name}-play-{k}")
         agents = cfg.get("agents") or {}
         if self.config.policy_agent not in agents:
             raise SparringError(f"{self.file}: selfplay has no agent {self.config.policy_agent!r} (policy_agent)")
         agents[self.config.policy_agent]["model"] = self.policy(k)
-        return {"run_dir": str(self._run(cfg, f"play-{k}"))}
+        return cfg
+
+    def play(self, k: int) -> dict[str, Any]:
+        return {"run_dir": str(self._run(self.play_experiment(k), f"play-{k}"))}
 
     def export(self, k: int) -> dict[str, Any]:
         from sparring.records.reader import iter_records
@@ -142,18 +146,7 @@ class Loop:
                 "steps": result.steps, "loss": result.loss}
 
     def _base_entry(self) -> dict[str, Any]:
-        """The base model as an `hf` models-file entry (a registry name or a model directory)."""
-        from sparring.models.registry import load_model_specs, resolve_name
-
-        model = self.config.train.model
-        if Path(model).expanduser().is_dir():
-            return {"backend": "hf", "args": {"model": str(Path(model).expanduser().resolve())}}
-        specs = load_model_specs(self.config.models_file)
-        try:
-            base = specs[resolve_name(model, specs)]
-        except KeyError:
-            raise SparringError(f"{self.file}: train.model {model!r} is neither a model name nor a directory") from None
-        return {"backend": base.backend, "args": dict(base.args), "sampling": dict(base.sampling)}
+        return base_entry(self.config, self.file)
 
     def register(self, k: int) -> dict[str, Any]:
         """ALIAS@k in the loop's models file: the base model's entry with adapter k as default."""
@@ -187,9 +180,8 @@ class Loop:
         tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
         os.replace(tmp, self.models_file)
 
-    def evaluate(self, k: int) -> dict[str, Any]:
-        from sparring.analysis.report import write_report
-
+    def eval_experiment(self, k: int) -> dict[str, Any]:
+        """The experiment config of iteration k's held-out cross-play."""
         policy = self.config.selfplay["agents"][self.config.policy_agent]
         plain = {key: v for key, v in policy.items() if key not in ("best_of_n", "model")}
         new, base, prev = f"{self.config.alias}@{k}", "base", f"{self.config.alias}@{k - 1}"
@@ -209,7 +201,13 @@ class Loop:
                                                "flip": self.config.evaluation.flip,
                                                "repeats": self.config.evaluation.repeats},
                                 "run": sp.get("run", {})}, f"{self.config.name}-eval-{k}")
-        run_dir = self._run(cfg, f"eval-{k}")
+        return cfg
+
+    def evaluate(self, k: int) -> dict[str, Any]:
+        from sparring.analysis.report import write_report
+
+        new = f"{self.config.alias}@{k}"
+        run_dir = self._run(self.eval_experiment(k), f"eval-{k}")
         write_report(run_dir)
         stats = json.loads((run_dir / "report" / "stats.json").read_text())
         out: dict[str, Any] = {"run_dir": str(run_dir), "vs": {}}
@@ -225,11 +223,17 @@ class Loop:
         judge = (stats.get("sections", {}).get("debate") or {}).get("judge_accuracy", {}).get("overall")
         if judge:
             out["judge_accuracy"] = {"accuracy": judge["accuracy"], "ci": judge["accuracy_ci"], "n": judge["n"]}
-        out["games"] = game_metrics(stats, sp["game"])
+        out["games"] = game_metrics(stats, self.config.selfplay["game"])
         return out
 
     # -- the loop ------------------------------------------------------------------------------
-    def run(self) -> Path:
+    def run(self, restart_from: str | None = None) -> Path:
+        """Play, export, train, register, evaluate each iteration, skipping finished stages.
+        `restart_from` ("warm", "K:STAGE" or "K"): discard that stage and every later one first."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if restart_from:
+            self.restart(restart_from)
+        self.tracker.check()
         if not self.models_file.is_file():
             user = read_yaml(self.config.models_file) if self.config.models_file else None
             models = dict((user or {}).get("models") or {})
@@ -237,6 +241,7 @@ class Loop:
             self._write_models({"models": models})
         if self.config.warm_start and "warm" not in self.state:
             self.console.print("[bold]warm start: SFT on human games[/bold]")
+            self.tracker.start("warm")
             self.state["warm"] = self.warm()
             self._save()
         if "registered0" not in self.state:
@@ -248,10 +253,51 @@ class Loop:
                 self._stage(k, stage, getattr(self, stage))
         return self.write_report()
 
+    def restart(self, stage: str) -> None:
+        """Discard `stage` and every later one: their outputs move to `discarded/<time>/`, their
+        state entries and registered aliases go, so the next run redoes them."""
+        moved = self.tracker.restart(stage, self.dir, {f"{k}:{s}": self._outputs(k, s)
+                                                       for k in self.tracker.iterations() for s in STAGES})
+        if self.models_file.is_file():
+            data = read_yaml(self.models_file)
+            user = read_yaml(self.config.models_file) if self.config.models_file else None
+            models = dict((user or {}).get("models") or {})
+            models[f"{self.config.alias}@base"] = self._base_entry()
+            registered = 0 if self.state.get("registered0") else -1
+            for k in self.tracker.iterations():
+                if "register" in self._it(k)["done"]:
+                    registered = k
+            models.update({a: e for a, e in (data.get("models") or {}).items()
+                           if a.startswith(f"{self.config.alias}@") and a.split("@")[-1].isdigit()
+                           and int(a.split("@")[-1]) <= registered})
+            self._write_models({"models": models})
+        self.console.print(f"restarting from {stage}" + (f"; moved aside: {', '.join(moved)}" if moved else ""))
+
+    def _outputs(self, k: int, stage: str) -> list[Path]:
+        return {"play": [self.dir / "runs" / f"play-{k}", self.dir / "configs" / f"play-{k}.yaml"],
+                "export": [self.dir / f"iter-{k}" / "data"], "train": [self.dir / f"iter-{k}" / "adapter"],
+                "evaluate": [self.dir / "runs" / f"eval-{k}", self.dir / "configs" / f"eval-{k}.yaml"]
+                }.get(stage, [])
+
     def write_report(self) -> Path:
         from sparring.train.loop_report import loop_report
 
         return loop_report(self.dir, self.config, self.state)
+
+
+def base_entry(config: LoopConfig, file: str) -> dict[str, Any]:
+    """The base model as a models-file entry (a registry name or a model directory)."""
+    from sparring.models.registry import load_model_specs, resolve_name
+
+    model = config.train.model
+    if Path(model).expanduser().is_dir():
+        return {"backend": "hf", "args": {"model": str(Path(model).expanduser().resolve())}}
+    specs = load_model_specs(config.models_file)
+    try:
+        base = specs[resolve_name(model, specs)]
+    except KeyError:
+        raise SparringError(f"{file}: train.model {model!r} is neither a model name nor a directory") from None
+    return {"backend": base.backend, "args": dict(base.args), "sampling": dict(base.sampling)}
 
 
 GAME_METRICS = ("agreement_rate", "abort_rate", "invalid_output_rate", "pareto_rate", "welfare_optimal_rate",

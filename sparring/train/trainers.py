@@ -4,7 +4,9 @@ Each function takes rows (or a JSONL/Parquet file of them), trains a LoRA adapte
 saves it to `out` (only the adapter and the tokenizer: the `hf` backend loads it on its base
 model). CPU works: fp32, no bf16; a CUDA GPU trains in bf16 (QLoRA with `quantization: 4bit`).
 Rows longer than `max_length` tokens are dropped (never cut: a cut reply teaches the model to
-stop mid-sentence), and the number dropped is reported.
+stop mid-sentence), and the number dropped is reported. Checkpoints go to `out/trainer` every
+`save_steps`; a rerun into the same `out` resumes from the last one, and `max_minutes` saves one
+and stops (see `checkpoints.py`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sparring.errors import SparringError
+from sparring.train.checkpoints import TimeLimit, checkpoint_args, last_checkpoint
 from sparring.train.config import TrainSettings
 from sparring.train.policy import load_policy, lora_config, save_adapter, use_cuda
 
@@ -28,6 +31,8 @@ class TrainResult:
     dropped: int
     steps: int
     loss: float | None
+    complete: bool = True  # False: the time limit stopped it; a rerun resumes from the checkpoint
+    resumed_from: str | None = None
 
 
 def read_rows(source: str | Path | Rows) -> Rows:
@@ -50,7 +55,8 @@ def _common(settings: TrainSettings, out: Path) -> dict[str, Any]:
     return {"output_dir": str(out / "trainer"), "per_device_train_batch_size": settings.batch_size,
             "gradient_accumulation_steps": settings.gradient_accumulation, "learning_rate": settings.learning_rate,
             "num_train_epochs": settings.epochs, "max_steps": settings.max_steps,
-            "logging_steps": settings.logging_steps, "save_strategy": "no", "report_to": [],
+            "logging_steps": settings.logging_steps, **checkpoint_args(settings.save_steps, settings.save_total_limit),
+            "report_to": [],
             "seed": settings.seed, "bf16": cuda, "use_cpu": not cuda,
             "gradient_checkpointing": settings.gradient_checkpointing, "max_length": settings.max_length,
             "disable_tqdm": False}
@@ -73,14 +79,19 @@ def _dataset(rows: Rows, columns: tuple[str, ...]):
     return datasets.Dataset.from_list([{c: r[c] for c in columns if c in r} for r in rows])
 
 
-def _finish(trainer: Any, model: Any, tokenizer: Any, out: Path, rows: int, dropped: int) -> TrainResult:
-    result = trainer.train()
+def _finish(trainer: Any, model: Any, tokenizer: Any, out: Path, rows: int, dropped: int,
+            settings: TrainSettings) -> TrainResult:
+    limit = TimeLimit(settings.max_minutes)
+    trainer.add_callback(limit)
+    resume = last_checkpoint(out / "trainer")
+    result = trainer.train(resume_from_checkpoint=resume)
     adapter = save_adapter(trainer.model if hasattr(trainer, "model") else model, tokenizer, out)
     (out / "train_summary.json").write_text(json.dumps({
         "rows": rows, "dropped_too_long": dropped, "steps": result.global_step,
-        "train_loss": result.training_loss}, indent=2), encoding="utf-8")
+        "train_loss": result.training_loss, "complete": not limit.stopped, "resumed_from": resume}, indent=2),
+        encoding="utf-8")
     return TrainResult(adapter=adapter, rows=rows, dropped=dropped, steps=result.global_step,
-                       loss=result.training_loss)
+                       loss=result.training_loss, complete=not limit.stopped, resumed_from=resume)
 
 
 def train_sft(source: str | Path | Rows, settings: TrainSettings, out: str | Path,
@@ -100,7 +111,7 @@ def train_sft(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
     config = SFTConfig(**_common(settings, out), assistant_only_loss=settings.assistant_only_loss)
     trainer = SFTTrainer(model=model, args=config, train_dataset=_dataset(rows, ("messages",)),
                          processing_class=tokenizer, peft_config=lora_config(settings), callbacks=callbacks)
-    return _finish(trainer, model, tokenizer, out, len(rows), dropped)
+    return _finish(trainer, model, tokenizer, out, len(rows), dropped, settings)
 
 
 def train_dpo(source: str | Path | Rows, settings: TrainSettings, out: str | Path,
@@ -123,7 +134,7 @@ def train_dpo(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
     kwargs = {"model": model, "args": config, "train_dataset": _dataset(rows, columns),
               "processing_class": tokenizer, "peft_config": lora_config(settings), "callbacks": callbacks}
     trainer = SoftPreferenceDPOTrainer(**kwargs, sft_weight=d.sft_weight) if d.soft else DPOTrainer(**kwargs)
-    return _finish(trainer, model, tokenizer, out, len(rows), dropped)
+    return _finish(trainer, model, tokenizer, out, len(rows), dropped, settings)
 
 
 def train_kto(source: str | Path | Rows, settings: TrainSettings, out: str | Path,
@@ -141,7 +152,7 @@ def train_kto(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
                        undesirable_weight=k.undesirable_weight)
     trainer = KTOTrainer(model=model, args=config, train_dataset=_dataset(rows, ("prompt", "completion", "label")),
                          processing_class=tokenizer, peft_config=lora_config(settings), callbacks=callbacks)
-    return _finish(trainer, model, tokenizer, out, len(rows), dropped)
+    return _finish(trainer, model, tokenizer, out, len(rows), dropped, settings)
 
 
 TRAINERS = {"sft": train_sft, "dpo": train_dpo, "kto": train_kto}
