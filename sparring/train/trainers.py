@@ -47,7 +47,14 @@ def read_rows(source: str | Path | Rows) -> Rows:
         import datasets
 
         return list(datasets.Dataset.from_parquet(str(path)))
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except ValueError as e:
+                raise SparringError(f"{path}:{n}: not a JSON row ({e})") from None
+    return rows
 
 
 def _common(settings: TrainSettings, out: Path) -> dict[str, Any]:
