@@ -136,19 +136,21 @@ def main() -> None:
     ap.add_argument("--lrs", default="5e-5,2e-4,5e-4")
     ap.add_argument("--lr", type=float, default=5e-5)
     ap.add_argument("--gc", action="store_true")
+    ap.add_argument("--only", choices=("gc", "lr"), help="run only one of the two measurements")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
         print(json.dumps(one(args)))
         return
     print(f"model {args.model}; SFT with LoRA r=8 on human Deal or No Deal turns, batch {args.batch_size}")
-    gc = {on: run(args, gc=on) for on in (True, False)}
+    gc = {on: run(args, gc=on) for on in (True, False)} if args.only != "lr" else {}
     for on, r in gc.items():
         print(f"gradient checkpointing {'on ' if on else 'off'}: step {r['step_s']:6.2f} s (median)  "
               f"peak RSS {r['peak_rss_gb']:.2f} GB  ({r['tokens_per_row']:.0f} tokens/row)")
-    print(f"time off/on = {gc[False]['step_s'] / gc[True]['step_s']:.2f}   "
-          f"peak RSS off/on = {gc[False]['peak_rss_gb'] / gc[True]['peak_rss_gb']:.2f}")
-    for lr in [float(x) for x in args.lrs.split(",")]:
+    if gc:
+        print(f"time off/on = {gc[False]['step_s'] / gc[True]['step_s']:.2f}   "
+              f"peak RSS off/on = {gc[False]['peak_rss_gb'] / gc[True]['peak_rss_gb']:.2f}")
+    for lr in [] if args.only == "gc" else [float(x) for x in args.lrs.split(",")]:
         r = run(args, lr=lr, steps=args.lr_steps, held_out=args.held_out, gc=False)
         first, last = r["losses"][0], statistics.mean(r["losses"][-2:])
         print(f"lr {lr:7.1e}: train loss step 1 {first:.3f} -> last 2 steps {last:.3f}; held-out loss "
