@@ -109,3 +109,17 @@ def test_restart_from_rejects_an_unknown_stage(tmp_path, stub_stages):
     config, file = load_loop(str(write(tmp_path)))
     with pytest.raises(SparringError, match="expected 'warm', 'K' or 'K:STAGE'"):
         Loop(config, file).run(restart_from="1:bake")
+
+
+def test_grpo_output_remembers_its_config(tmp_path):
+    """GRPO: a changed config stops the rerun naming the key; more steps or a time limit do not."""
+    from sparring.train.grpo.trainer import load_grpo, state_for
+
+    config, file = load_grpo("grpo-quickstart")
+    config = config.model_copy(update={"output_dir": str(tmp_path / "grpo")})
+    state_for(config, file).start()
+    state_for(config.model_copy(update={"max_steps": 40, "max_minutes": 5.0}), file).check()
+    with pytest.raises(ConfigChanged, match=r"learning_rate: 2e-05 -> 0.0001.*--restart"):
+        state_for(config.model_copy(update={"learning_rate": 1e-4}), file).check()
+    moved = state_for(config, file).restart()
+    assert moved == ["state.json"] and not (tmp_path / "grpo" / "state.json").exists()
