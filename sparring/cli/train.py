@@ -77,7 +77,7 @@ def _train(method: str, data: Path, output: Path, config, model, adapter, max_st
 
     result = train(data, settings, output)
     console.print(f"{method.upper()}: {result.rows} rows ({result.dropped} too long, dropped), "
-                  f"{result.steps} steps, loss {result.loss or 0:.4f} -> adapter {result.adapter}"
+                  f"{result.steps} steps, loss {'n/a' if result.loss is None else f'{result.loss:.4f}'} -> adapter {result.adapter}"
                   + (f" (resumed from {result.resumed_from})" if result.resumed_from else ""))
     if not result.complete:
         console.print(f"[yellow]stopped by the time limit after {result.steps} steps; the checkpoint is in "

@@ -142,6 +142,7 @@ class Loop:
         if self.config.method == "sft" and self.config.export.cumulative:
             rows = [r for j in range(1, k + 1) for r in read_rows(self._it(j)["export"]["path"])]
         result = train(rows, settings, self.dir / f"iter-{k}" / "adapter")
+        self._stopped(result, f"iteration {k}: train")
         return {"adapter": str(result.adapter.resolve()), "rows": result.rows, "dropped": result.dropped,
                 "steps": result.steps, "loss": result.loss}
 
@@ -172,8 +173,18 @@ class Loop:
             raise SparringError(f"warm_start: no human games could be replayed from {w.file}")
         settings = self.config.train.model_copy(update={"method": "sft", "adapter": None})
         result = train_sft(rows, settings, self.dir / "warm" / "adapter")
+        self._stopped(result, "warm start")
         return {"adapter": str(result.adapter.resolve()), "rows": result.rows, "steps": result.steps,
                 "loss": result.loss}
+
+    def _stopped(self, result: Any, stage: str) -> None:
+        """A training stage cut by `train.max_minutes` is not done: stop the loop; the rerun resumes
+        that stage from its checkpoint."""
+        from sparring.train.checkpoints import TrainingStopped
+
+        if not result.complete:
+            raise TrainingStopped(f"{stage} stopped by the time limit after {result.steps} steps; its checkpoint "
+                                  f"is kept. Rerun the same command to continue.")
 
     def _write_models(self, data: dict[str, Any]) -> None:
         tmp = self.models_file.with_suffix(".tmp")

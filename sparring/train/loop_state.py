@@ -31,6 +31,7 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
     "register": ("alias", "models_file", "train.model"),
     "evaluate": ("evaluation", "selfplay", "policy_agent", "alias", "models_file", "method", "warm_start"),
 }
+RESUMABLE_TRAIN_KEYS = ("max_minutes", "logging_steps", "save_steps", "save_total_limit")
 RESTART_HELP = ("Discard this stage and every later one (outputs are moved to discarded/), then run: "
                 "'warm', 'K' (iteration K from its play stage) or 'K:STAGE' (STAGE: play, export, train, "
                 "register, evaluate).")
@@ -71,7 +72,10 @@ class LoopState:
         os.replace(tmp, self.path)
 
     def snapshot(self, stage_id: str) -> dict[str, Any]:
-        return pick(self._dump, STAGE_KEYS[parse_stage(stage_id)[1]])
+        snap = pick(self._dump, STAGE_KEYS[parse_stage(stage_id)[1]])
+        if isinstance(snap.get("train"), dict):  # how a run is bounded or logged is not what it trains
+            snap["train"] = {k: v for k, v in snap["train"].items() if k not in RESUMABLE_TRAIN_KEYS}
+        return snap
 
     def start(self, stage_id: str) -> None:
         """Record the config a stage runs with (before it runs: a half-done stage is covered too)."""

@@ -99,13 +99,15 @@ def _finish(trainer: Any, model: Any, tokenizer: Any, out: Path, rows: int, drop
     trainer.add_callback(limit)
     resume = last_checkpoint(out / "trainer")
     result = trainer.train(resume_from_checkpoint=resume)
+    ran = result.global_step - (int(Path(resume).name.rsplit("-", 1)[-1]) if resume else 0)
+    loss = result.training_loss if ran > 0 else None  # a rerun of a finished run trains nothing
     adapter = save_adapter(trainer.model if hasattr(trainer, "model") else model, tokenizer, out)
     (out / "train_summary.json").write_text(json.dumps({
         "rows": rows, "dropped_too_long": dropped, "steps": result.global_step,
-        "train_loss": result.training_loss, "complete": not limit.stopped, "resumed_from": resume}, indent=2),
+        "train_loss": loss, "complete": not limit.stopped, "resumed_from": resume}, indent=2),
         encoding="utf-8")
     return TrainResult(adapter=adapter, rows=rows, dropped=dropped, steps=result.global_step,
-                       loss=result.training_loss, complete=not limit.stopped, resumed_from=resume)
+                       loss=loss, complete=not limit.stopped, resumed_from=resume)
 
 
 def train_sft(source: str | Path | Rows, settings: TrainSettings, out: str | Path,

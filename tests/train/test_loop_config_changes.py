@@ -85,7 +85,8 @@ def test_more_iterations_continue_and_a_cosmetic_change_is_fine(tmp_path, stub_s
     config, file = load_loop(str(write(tmp_path, iterations=1)))
     Loop(config, file).run()
     stub_stages.clear()
-    config, file = load_loop(str(write(tmp_path, iterations=2, description="longer")))
+    config, file = load_loop(str(write(tmp_path, iterations=2, description="longer",
+                                       **{"train.max_minutes": 30, "train.save_steps": 5})))
     Loop(config, file).run()
     assert stub_stages == ["2:play", "2:export", "2:train", "2:evaluate"]
 
@@ -123,3 +124,34 @@ def test_grpo_output_remembers_its_config(tmp_path):
         state_for(config.model_copy(update={"learning_rate": 1e-4}), file).check()
     moved = state_for(config, file).restart()
     assert moved == ["state.json"] and not (tmp_path / "grpo" / "state.json").exists()
+
+
+def test_a_training_stage_cut_by_the_time_limit_is_not_marked_done(tmp_path, stub_stages, monkeypatch):
+    """`--max-minutes` in a loop: the cut train stage stops the loop (exit 3 in the CLI) and the
+    rerun redoes that stage (resuming its checkpoint), not the next one."""
+    from types import SimpleNamespace
+
+    import sparring.train.trainers as trainers
+    from sparring.train.checkpoints import TrainingStopped
+
+    monkeypatch.undo()  # the real Loop.train, with a stub trainer
+    monkeypatch.setattr(Loop, "play", lambda self, k: {"run_dir": "x"})
+    monkeypatch.setattr(Loop, "export", lambda self, k: {"path": "rows"})
+    monkeypatch.setattr(Loop, "evaluate", lambda self, k: {})
+    monkeypatch.setattr(Loop, "write_report", lambda self: self.dir / "report.md")
+    complete = [False]
+
+    def fake_train(rows, settings, out):
+        assert settings.max_minutes == 1.5
+        return SimpleNamespace(adapter=out, rows=1, dropped=0, steps=2, loss=1.0, complete=complete[0])
+
+    monkeypatch.setattr(trainers, "train", fake_train)
+    config, file = load_loop(str(write(tmp_path, iterations=1, **{"train.max_minutes": 1.5})))
+    with pytest.raises(TrainingStopped, match="iteration 1: train stopped by the time limit"):
+        Loop(config, file).run()
+    state = json.loads((tmp_path / "loop" / "state.json").read_text())
+    assert state["iterations"]["1"]["done"] == ["play", "export"]
+    complete[0] = True
+    Loop(config, file).run()
+    state = json.loads((tmp_path / "loop" / "state.json").read_text())
+    assert state["iterations"]["1"]["done"] == ["play", "export", "train", "register", "evaluate"]
