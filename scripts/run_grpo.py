@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Online GRPO where a rollout is a whole game played through the engine:
 
-    python scripts/run_grpo.py --configuration grpo-quickstart
+    python scripts/run_grpo.py --configuration grpo-quickstart [--dry-run] [--max-minutes M] [--restart]
 
 Same as `sparring train grpo CONFIG`.
 """

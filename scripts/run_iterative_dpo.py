@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Iterative DPO: self-play -> DPO pairs -> DPO -> ALIAS@k -> held-out cross-play, K times.
 
-    python scripts/run_iterative_dpo.py --configuration dpo-quickstart
+    python scripts/run_iterative_dpo.py --configuration dpo-quickstart [--dry-run] [--max-minutes M]
+        [--restart-from STAGE]
 
 Resumable stage by stage: rerun the same command after a crash or Ctrl-C. Same as
 `sparring train loop CONFIG`. Multi-GPU: `accelerate launch --config_file

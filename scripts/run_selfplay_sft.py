@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Self-play SFT (lm-selfplay, "Efficacy of LM Self-Play in Non-Zero-Sum Games"):
 
-    python scripts/run_selfplay_sft.py --configuration selfplay-sft-quickstart
+    python scripts/run_selfplay_sft.py --configuration selfplay-sft-quickstart [--dry-run] [--max-minutes M]
+        [--restart-from STAGE]
 
 For k = 1..K: Deal or No Deal games of the current policy -> keep the games above the average
 reward -> SFT on the policy's turns -> the next policy; evaluated on held-out scenarios each
@@ -11,9 +12,9 @@ iteration. Resumable stage by stage. Same as `sparring train loop CONFIG` (metho
 import sys
 
 try:  # Ctrl-C while the libraries load: exit quietly, like the command itself
-    from sparring.cli.train import loop_main
+    from sparring.cli.train import selfplay_main
 except KeyboardInterrupt:
     sys.exit(130)
 
 if __name__ == "__main__":
-    loop_main()
+    selfplay_main()

@@ -3,6 +3,7 @@
 
     sparring export sft runs/qs -o data/qs-sft --role debater --keep winners
     python scripts/run_sft.py data/qs-sft -o adapters/qs-sft [--config configs/train/sft.yaml] [--max-steps N]
+        [--max-minutes M] [--dry-run] [--restart]
 
 Same as `sparring train sft`.
 """

@@ -1,5 +1,12 @@
-"""`sparring train sft|dpo|kto DATA -o OUT [--config FILE]` and `sparring train loop CONFIG`
-(the iterative DPO loop; also `scripts/run_iterative_dpo.py` and `scripts/run_sft.py`)."""
+"""`sparring train sft|dpo|kto DATA -o OUT [--config FILE]`, `sparring train loop CONFIG` (iterative
+DPO and self-play SFT; also `scripts/run_iterative_dpo.py`, `scripts/run_selfplay_sft.py`) and
+`sparring train grpo CONFIG` (`scripts/run_grpo.py`); `scripts/run_sft.py` is `train sft`.
+
+Every command takes `--dry-run` (validate everything, print the plan, load no weights) and
+`--max-minutes` (save a checkpoint and stop; the same command resumes). A rerun whose config
+differs from the one the output was started with stops with exit 2 naming the changed keys;
+`--restart-from STAGE` (loops) or `--restart` (one training run, GRPO) starts over on purpose.
+A run stopped by its time limit exits 3."""
 
 from __future__ import annotations
 
@@ -8,6 +15,8 @@ from pathlib import Path
 
 import typer
 
+from sparring.train.loop_state import RESTART_HELP
+
 app = typer.Typer(no_args_is_help=True, help="Train on exported rows (TRL + PEFT) or run a training loop.")
 
 Settings = typer.Option(None, "--config", "-c", help="Training settings YAML (see configs/train/); keys as TrainSettings.")
@@ -15,101 +24,215 @@ Model = typer.Option(None, "--model", help="Base model: a models.yaml name or a 
 Adapter = typer.Option(None, "--adapter", help="Continue training this LoRA adapter.")
 Steps = typer.Option(None, "--max-steps", help="Stop after this many optimizer steps.")
 Out = typer.Option(..., "--output", "-o", help="Adapter output directory.")
+Minutes = typer.Option(None, "--max-minutes", min=0.01, help="Stop after this many minutes of training, saving a "
+                       "checkpoint; rerun the same command to continue from it.")
+DryRun = typer.Option(False, "--dry-run", help="Validate the config, data, models and nested experiments and "
+                      "print the plan; load no weights.")
+Restart = typer.Option(False, "--restart", help="Start over although OUT holds a run made with other settings "
+                       "(its files are moved to OUT/discarded/).")
+EXIT_INCOMPLETE = 3
 
 
-def _settings(method: str, config: Path | None, model: str | None, adapter: str | None, max_steps: int | None):
+def _settings(method: str, config: Path | None, model: str | None, adapter: str | None, max_steps: int | None,
+              max_minutes: float | None = None):
     from sparring.config_io import load_yaml_model, validate
     from sparring.train.config import TrainSettings
 
     base = load_yaml_model(TrainSettings, config) if config else TrainSettings()
     updates = {"method": method, **{k: v for k, v in (("model", model), ("adapter", adapter),
-                                                      ("max_steps", max_steps)) if v is not None}}
+                                                      ("max_steps", max_steps), ("max_minutes", max_minutes))
+                                    if v is not None}}
     return validate(TrainSettings, {**base.model_dump(), **updates}, file=str(config) if config else None)
 
 
-def _train(method: str, data: Path, output: Path, config, model, adapter, max_steps) -> None:
+# Settings that may change between a run and its resumption (they do not change what is trained).
+RESUMABLE = ("max_minutes", "logging_steps", "save_steps", "save_total_limit")
+
+
+def _train(method: str, data: Path, output: Path, config, model, adapter, max_steps, max_minutes=None,
+           dry_run: bool = False, restart: bool = False) -> None:
     from rich.console import Console
 
     from sparring.train import distributed
+    from sparring.train.fingerprint import OutputState, fingerprint
+    from sparring.train.trainers import read_rows
+
+    console = Console(soft_wrap=True, quiet=not distributed.is_main())  # one summary under accelerate
+    settings = _settings(method, config, model, adapter, max_steps, max_minutes)
+    snapshot = {k: v for k, v in settings.model_dump(mode="json").items() if k not in RESUMABLE}
+    snapshot["data"] = {"path": str(Path(data).resolve()), "rows": fingerprint(read_rows(data))}
+    state = OutputState(Path(output), snapshot, f"{method} run", "--restart")
+    if dry_run:
+        from sparring.train.dry_run import print_train_plan, train_plan
+
+        state.check()
+        print_train_plan(console, train_plan(data, settings))
+        return
+    if restart:
+        moved = state.restart()
+        if moved:
+            console.print(f"restart: moved {', '.join(moved)} to {output}/discarded/")
+    state.check()
+    state.start()
     from sparring.train.trainers import train
 
-    result = train(data, _settings(method, config, model, adapter, max_steps), output)
-    if distributed.is_main():  # under `accelerate launch`: one summary, not one per process
-        Console(soft_wrap=True).print(f"{method.upper()}: {result.rows} rows ({result.dropped} too long, dropped), "
-                                      f"{result.steps} steps, loss {result.loss:.4f} -> adapter {result.adapter}")
+    result = train(data, settings, output)
+    console.print(f"{method.upper()}: {result.rows} rows ({result.dropped} too long, dropped), "
+                  f"{result.steps} steps, loss {'n/a' if result.loss is None else f'{result.loss:.4f}'} -> adapter {result.adapter}"
+                  + (f" (resumed from {result.resumed_from})" if result.resumed_from else ""))
+    if not result.complete:
+        console.print(f"[yellow]stopped by the time limit after {result.steps} steps; the checkpoint is in "
+                      f"{output}/trainer. Rerun the same command to continue.[/yellow]")
+        raise typer.Exit(EXIT_INCOMPLETE)
 
 
 @app.command("sft")
 def sft(data: Path = typer.Argument(..., help="train.jsonl/.parquet or its directory (sparring export sft)"),
         output: Path = Out, config: Path | None = Settings, model: str | None = Model, adapter: str | None = Adapter,
-        max_steps: int | None = Steps) -> None:
+        max_steps: int | None = Steps, max_minutes: float | None = Minutes, dry_run: bool = DryRun,
+        restart: bool = Restart) -> None:
     """Supervised fine-tuning (assistant-only loss), LoRA by default."""
-    _train("sft", data, output, config, model, adapter, max_steps)
+    _train("sft", data, output, config, model, adapter, max_steps, max_minutes, dry_run, restart)
 
 
 @app.command("dpo")
 def dpo(data: Path = typer.Argument(..., help="train.jsonl/.parquet or its directory (sparring export dpo)"),
         output: Path = Out, config: Path | None = Settings, model: str | None = Model, adapter: str | None = Adapter,
-        max_steps: int | None = Steps) -> None:
+        max_steps: int | None = Steps, max_minutes: float | None = Minutes, dry_run: bool = DryRun,
+        restart: bool = Restart) -> None:
     """DPO (TRL loss types, or the soft-preference loss with `dpo: {soft: true}`)."""
-    _train("dpo", data, output, config, model, adapter, max_steps)
+    _train("dpo", data, output, config, model, adapter, max_steps, max_minutes, dry_run, restart)
 
 
 @app.command("kto")
 def kto(data: Path = typer.Argument(..., help="train.jsonl/.parquet or its directory (sparring export kto)"),
         output: Path = Out, config: Path | None = Settings, model: str | None = Model, adapter: str | None = Adapter,
-        max_steps: int | None = Steps) -> None:
+        max_steps: int | None = Steps, max_minutes: float | None = Minutes, dry_run: bool = DryRun,
+        restart: bool = Restart) -> None:
     """KTO on desirable / undesirable replies."""
-    _train("kto", data, output, config, model, adapter, max_steps)
+    _train("kto", data, output, config, model, adapter, max_steps, max_minutes, dry_run, restart)
 
 
 @app.command("loop")
-def loop(configuration: str = typer.Argument(..., help="Loop config name (configs/train/NAME.yaml) or path.")) -> None:
-    """Iterative DPO: self-play, pairs, DPO, ALIAS@k, evaluation; resumable stage by stage."""
+def loop(configuration: str = typer.Argument(..., help="Loop config name (configs/train/NAME.yaml) or path."),
+         dry_run: bool = DryRun, max_minutes: float | None = Minutes,
+         restart_from: str | None = typer.Option(None, "--restart-from", metavar="STAGE", help=RESTART_HELP)) -> None:
+    """Iterative DPO or self-play SFT: self-play, rows, training, ALIAS@k, evaluation; resumable stage by
+    stage. --max-minutes bounds each training stage."""
     from rich.console import Console
 
     from sparring.train import distributed
+    from sparring.train.checkpoints import TrainingStopped
     from sparring.train.loop import Loop, load_loop
 
+    console = Console(soft_wrap=True, quiet=not distributed.is_main())
     config, file = load_loop(configuration)
-    report = Loop(config, file).run()
-    if distributed.is_main():
-        Console(soft_wrap=True).print(f"loop report: {report}")
+    if max_minutes is not None:
+        config = config.model_copy(update={"train": config.train.model_copy(update={"max_minutes": max_minutes})})
+    if dry_run:
+        from sparring.train.dry_run import loop_plan, print_loop_plan
+
+        if restart_from:
+            from sparring.train.loop_state import parse_stage
+
+            parse_stage(restart_from)
+            console.print(f"(--restart-from {restart_from} is not applied in a dry run)")
+        print_loop_plan(console, loop_plan(config, file))
+        return
+    try:
+        report = Loop(config, file, console=console).run(restart_from=restart_from)
+    except TrainingStopped as stopped:
+        console.print(f"[yellow]{stopped}[/yellow]")
+        raise typer.Exit(EXIT_INCOMPLETE) from None
+    console.print(f"loop report: {report}")
 
 
 @app.command("grpo")
-def grpo(configuration: str = typer.Argument(..., help="GRPO config name (configs/train/NAME.yaml) or path.")) -> None:
+def grpo(configuration: str = typer.Argument(..., help="GRPO config name (configs/train/NAME.yaml) or path."),
+         dry_run: bool = DryRun, max_minutes: float | None = Minutes, restart: bool = Restart) -> None:
     """Online GRPO: the learner plays whole games through the engine; the outcome is the reward."""
     from rich.console import Console
 
     from sparring.train import distributed
+    from sparring.train.checkpoints import TrainingStopped
     from sparring.train.grpo.trainer import load_grpo, run_grpo
 
+    console = Console(soft_wrap=True, quiet=not distributed.is_main())
     config, file = load_grpo(configuration)
-    report = run_grpo(config, file)
-    if distributed.is_main():
-        Console(soft_wrap=True).print(f"GRPO report: {report}")
+    if max_minutes is not None:
+        config = config.model_copy(update={"max_minutes": max_minutes})
+    if dry_run:
+        from sparring.train.dry_run import grpo_plan, print_grpo_plan
+
+        print_grpo_plan(console, grpo_plan(config, file))
+        return
+    try:
+        console.print(f"GRPO report: {run_grpo(config, file, restart=restart)}")
+    except TrainingStopped as stopped:
+        console.print(f"[yellow]{stopped}[/yellow]")
+        raise typer.Exit(EXIT_INCOMPLETE) from None
 
 
 def register(root: typer.Typer) -> None:
     root.add_typer(app, name="train")
 
 
-def _script(command: str, prog: str) -> None:
-    """Body of the training scripts: `--configuration X` -> `sparring train <command> X`."""
-    from sparring.cli import main
+Configuration = typer.Option(None, "--configuration", "-c", help="Config name (configs/train/NAME.yaml) or path.")
+ConfigArg = typer.Argument(None, metavar="[CONFIGURATION]", help="The same as --configuration.", show_default=False)
 
-    args = sys.argv[1:]
-    if args and args[0] in ("--configuration", "-c"):
-        args = args[1:]
-    elif args and args[0].startswith("--configuration="):
-        args = [args[0].split("=", 1)[1], *args[1:]]
-    main(["train", command, *args])
+
+def _script(prog: str, help_text: str, grpo_script: bool = False) -> None:
+    """Body of the training scripts: `--configuration X [options]`, the same as `sparring train
+    loop|grpo X [options]`, with the script's own --help."""
+    from pydantic import ValidationError
+
+    from sparring.cli.common import EXIT_USER_ERROR, debug_enabled, print_error
+    from sparring.errors import SparringError
+
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+    def name(config: str | None, positional: str | None) -> str:
+        if not (config or positional):
+            raise SparringError(f"{prog}: give --configuration NAME (configs/train/NAME.yaml) or a YAML path")
+        return str(config or positional)
+
+    if grpo_script:
+        @app.command(help=help_text)
+        def run_grpo_script(positional: str | None = ConfigArg, configuration: str | None = Configuration,
+                            dry_run: bool = DryRun, max_minutes: float | None = Minutes,
+                            restart: bool = Restart) -> None:
+            grpo(name(configuration, positional), dry_run=dry_run, max_minutes=max_minutes, restart=restart)
+    else:
+        @app.command(help=help_text)
+        def run_loop_script(positional: str | None = ConfigArg, configuration: str | None = Configuration,
+                            dry_run: bool = DryRun, max_minutes: float | None = Minutes,
+                            restart_from: str | None = typer.Option(None, "--restart-from", metavar="STAGE",
+                                                                    help=RESTART_HELP)) -> None:
+            loop(name(configuration, positional), dry_run=dry_run, max_minutes=max_minutes, restart_from=restart_from)
+
+    try:
+        app(prog_name=prog, standalone_mode=True)
+    except (SparringError, ValidationError) as err:
+        if debug_enabled():
+            raise
+        print_error(err)
+        sys.exit(EXIT_USER_ERROR)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        sys.exit(130)
 
 
 def loop_main() -> None:
-    _script("loop", "run_iterative_dpo.py")
+    _script("run_iterative_dpo.py", "Iterative DPO (method: dpo): self-play as branched rollouts or best-of-N -> DPO "
+            "pairs -> DPO -> ALIAS@k -> held-out cross-play, K times; resumable stage by stage.")
+
+
+def selfplay_main() -> None:
+    _script("run_selfplay_sft.py", "Self-play SFT (method: sft, lm-selfplay): games of the policy -> the games that "
+            "pass the keep filter -> SFT on its turns -> ALIAS@k -> held-out evaluation, K times; resumable stage "
+            "by stage.")
 
 
 def grpo_main() -> None:
-    _script("grpo", "run_grpo.py")
+    _script("run_grpo.py", "Online GRPO: the learner plays whole games through the engine with its current "
+            "weights; the episode outcome is the reward. Checkpointed; a rerun resumes.", grpo_script=True)

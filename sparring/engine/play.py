@@ -74,6 +74,9 @@ class InProcessRunner:
     def stop_admitting(self) -> None:
         self.runner.stop_admitting()
 
+    def stop_now(self) -> None:
+        self.runner.stop_now()
+
     def run(self, jobs: Iterable[EpisodeJob]) -> RunStats:
         sink = _Failures(self.runner)
         return self.runner.run(episodes(self.exp, self.instances, jobs, self.agents, sink))

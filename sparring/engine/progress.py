@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from typing import Any
 
 from rich.console import Console
@@ -17,16 +19,30 @@ from rich.table import Table
 
 
 class RunProgress:
-    """Episodes done/total, failures and generated tokens/s; a no-op when disabled."""
+    """Episodes done/total, failures, turns, tokens/s (prompt + generated) and an ETA.
 
-    def __init__(self, total: int, *, console: Console, enabled: bool = True, description: str = "episodes"):
+    On a terminal: a live progress bar. Otherwise (output to a log file, a pipe, a notebook
+    capturing it) a line every `log_every` seconds, so a long run never looks dead; the default
+    is 30 s, or $SPARRING_PROGRESS_EVERY. A no-op when disabled."""
+
+    def __init__(self, total: int, *, console: Console, enabled: bool = True, description: str = "episodes",
+                 log_every: float | None = None):
         self.enabled = enabled and total > 0
+        self.total, self.description, self.console = total, description, console
+        self.lines = self.enabled and not console.is_terminal
+        if log_every is None:
+            log_every = float(os.environ.get("SPARRING_PROGRESS_EVERY") or 30.0)
+        self.log_every = log_every
+        self._started = time.monotonic()
+        self._last_line = self._started
+        self._last: tuple[int, int, Any, int] | None = None
         self._progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("[red]{task.fields[failed]} failed"), TextColumn("{task.fields[tps]:,.0f} tok/s"),
+            TextColumn("[red]{task.fields[failed]} failed"), TextColumn("{task.fields[turns]:,} turns"),
+            TextColumn("{task.fields[tps]:,.0f} tok/s in+out"),
             TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-            console=console, disable=not self.enabled, transient=False, refresh_per_second=4)
-        self._task = self._progress.add_task(description, total=total, failed=0, tps=0.0)
+            console=console, disable=not self.enabled or self.lines, transient=False, refresh_per_second=4)
+        self._task = self._progress.add_task(description, total=total, failed=0, tps=0.0, turns=0)
 
     def __enter__(self) -> RunProgress:
         self._progress.start()
@@ -34,10 +50,51 @@ class RunProgress:
 
     def __exit__(self, *exc: object) -> None:
         self._progress.stop()
+        if self.lines and self._last is not None:
+            self.console.print(self.line(*self._last))
 
-    def update(self, done: int, failed: int, tokens_per_s: float) -> None:
-        if self.enabled:
-            self._progress.update(self._task, completed=done + failed, failed=failed, tps=tokens_per_s)
+    def update(self, done: int, failed: int, stats: Any = None, skipped: int = 0) -> None:
+        """`done` includes `skipped` (already stored); `stats`: the runner's RunStats."""
+        if not self.enabled:
+            return
+        self._last = (done, failed, stats, skipped)
+        if self.lines:
+            now = time.monotonic()
+            if now - self._last_line >= self.log_every:
+                self._last_line = now
+                self.console.print(self.line(done, failed, stats, skipped))
+            return
+        self._progress.update(self._task, completed=done + failed, failed=failed,
+                              tps=stats.tokens_per_s if stats is not None else 0.0,
+                              turns=stats.turns if stats is not None else 0)
+
+    def line(self, done: int, failed: int, stats: Any, skipped: int = 0) -> str:
+        """One progress line: counts, turns, tokens/s (prompt + generated), elapsed and ETA."""
+        elapsed = time.monotonic() - self._started
+        finished = done + failed
+        parts = [f"{self.description}: {finished}/{self.total} episodes"]
+        if failed:
+            parts[0] += f" ({failed} failed)"
+        if stats is not None:
+            parts.append(f"{stats.turns:,} turns")
+            parts.append(f"{stats.tokens_per_s:,.1f} tokens/s (prompt + generated; {stats.generated_per_s:,.1f} "
+                         "generated/s)")
+        parts.append(f"elapsed {clock(elapsed)}")
+        played = finished - skipped
+        left = self.total - finished
+        parts.append("ETA " + (clock(elapsed / played * left) if played > 0 else "unknown until an episode ends")
+                     if left > 0 else "done")
+        return ", ".join(parts)
+
+def clock(seconds: float) -> str:
+    """12s, 5m03s, 2h07m."""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
 
 def print_plan(console: Console, plan: dict[str, Any]) -> None:
     """What --dry-run resolved: game, instances, models, agents, the schedule and the shard."""
@@ -84,8 +141,11 @@ def print_summary(console: Console, s: dict[str, Any]) -> None:
         ("failed (this session)", f"{s['failed']:,}"),
         ("skipped (already stored)", f"{s['skipped']:,}"),
         ("stored in run: done / failed", f"{s['stored_done']:,} / {s['stored_failed']:,}"),
+        ("model calls (turns)", f"{s.get('turns', 0):,}"),
+        ("prompt tokens", f"{s.get('prompt_tokens', 0):,}"),
         ("generated tokens", f"{s['tokens']:,}"),
-        ("tokens/s", f"{s['tokens_per_s']:,.1f}"),
+        ("tokens/s (prompt + generated)", f"{s['tokens_per_s']:,.1f}"),
+        ("generated tokens/s", f"{s.get('generated_tokens_per_s', 0.0):,.1f}"),
         ("episodes/s", f"{s['episodes_per_s']:,.1f}"),
         ("wall time (after loading models)", f"{s['wall_s']:.1f} s"),
         ("model loading", f"{s.get('load_s', 0.0):.1f} s"),

@@ -3,10 +3,10 @@
 Entry points (`scripts/run_debate.py`, `scripts/run_negotiation.py`, `sparring run`) are thin
 wrappers around `run_experiment`. Models are loaded before the first episode so that a broken
 model fails the command at once instead of recording every episode as failed; `--dry-run` stops
-before that and never loads weights. Ctrl-C stops admitting episodes and lets the live ones
-finish (a second Ctrl-C stops at once); whatever was stored stays, and the same command resumes.
-The engine writes no report: the layers above it (the CLI, bench, loops) ask analysis for one
-after the run (`sparring.analysis.report.report_run`).
+before that and never loads weights. Ctrl-C stops after the current tick, storing every finished
+episode and dropping the unfinished ones (a second Ctrl-C stops at once); whatever was stored
+stays, and the same command resumes. The engine writes no report: the layers above it (the CLI,
+bench, loops) ask analysis for one after the run (`sparring.analysis.report.report_run`).
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ class RunSession:
                                       "skipped; add --retry-failed to play them again[/yellow]")
                     scheduled.extend(j.id for j in jobs)
                     session.skipped += len(jobs) - len(todo)
-                    bar.update(session.skipped + session.done, session.failed, active.stats.tokens_per_s)
+                    bar.update(session.skipped + session.done, session.failed, active.stats, session.skipped)
                     active.run(todo)
                     if active.draining:
                         interrupted = active.stopped_by is None  # a user's Ctrl-C, not a circuit breaker
@@ -197,11 +197,14 @@ class RunSession:
         session, runner, console, status = self.counters, self.runner, self.console, self.status
         wall = time.time() - session.started
         tokens = runner.stats.completion_tokens if runner else 0
+        prompt_tokens = runner.stats.prompt_tokens if runner else 0
         counts = store.counts()
         summary: dict[str, Any] = {
             "experiment": plan.exp.name, "done": session.done, "aborted": session.aborted, "failed": session.failed,
             "skipped": session.skipped, "stored_done": counts["done"], "stored_failed": counts["failed"],
-            "tokens": tokens, "tokens_per_s": tokens / max(wall, 1e-9),
+            "tokens": tokens, "prompt_tokens": prompt_tokens, "turns": runner.stats.turns if runner else 0,
+            "tokens_per_s": (tokens + prompt_tokens) / max(wall, 1e-9),
+            "generated_tokens_per_s": tokens / max(wall, 1e-9),
             "episodes_per_s": (session.done + session.failed) / max(wall, 1e-9), "wall_s": wall,
             "load_s": session.load_s, "verdict_methods": dict(sorted(session.verdicts.items())),
             "status": status, "run_dir": str(plan.run_dir)}
@@ -254,13 +257,15 @@ def _committer(store: RunStore, session: _Counters, runner: EpisodeRunner, bar: 
             else:
                 session.done += 1
                 session.aborted += rec.status == "aborted"
-        bar.update(session.skipped + session.done, session.failed, runner.stats.tokens_per_s)
+        bar.update(session.skipped + session.done, session.failed, runner.stats, session.skipped)
 
     return commit
 
 
 class _sigint:
-    """First Ctrl-C: stop admitting, finish live episodes. Second: stop now (KeyboardInterrupt)."""
+    """First Ctrl-C: stop after the current tick (one batched model call per model), storing every
+    episode that has finished; unfinished ones are dropped and replayed on resume. A second
+    Ctrl-C stops at once (KeyboardInterrupt)."""
 
     def __init__(self, runner: EpisodeRunner, console: Console):
         self.runner, self.console = runner, console
@@ -274,8 +279,9 @@ class _sigint:
     def _handle(self, signum: int, frame: Any) -> None:
         if self.runner.draining:
             raise KeyboardInterrupt
-        self.runner.stop_admitting()
-        self.console.print("[yellow]stopping: finishing live episodes (Ctrl-C again to stop now)[/yellow]")
+        self.runner.stop_now()
+        self.console.print("[yellow]stopping after the current model call; finished episodes are kept, "
+                           "unfinished ones replay on resume (Ctrl-C again to stop now)[/yellow]")
 
     def __exit__(self, *exc: object) -> None:
         if self.previous is not None:

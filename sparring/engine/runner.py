@@ -30,14 +30,33 @@ YOUNG_GC_MIN, YOUNG_GC_PER_LIVE = 100_000, 400
 
 @dataclass
 class RunStats:
+    """Counters of a runner. `turns`: model calls answered (a turn, a judge's score); tokens
+    count what the models processed: prompt tokens (prefill) and generated ones."""
+
     done: int = 0
     failed: int = 0
     completion_tokens: int = 0
+    prompt_tokens: int = 0
+    turns: int = 0
     started: float = field(default_factory=time.time)
 
     @property
     def tokens_per_s(self) -> float:
+        """Prompt + generated tokens per second: what the models processed."""
+        return (self.prompt_tokens + self.completion_tokens) / max(1e-9, time.time() - self.started)
+
+    @property
+    def generated_per_s(self) -> float:
         return self.completion_tokens / max(1e-9, time.time() - self.started)
+
+    def counters(self) -> tuple[int, int, int]:
+        """What a worker process reports to its parent."""
+        return self.completion_tokens, self.prompt_tokens, self.turns
+
+    def add(self, counters: tuple[int, int, int]) -> None:
+        self.completion_tokens += counters[0]
+        self.prompt_tokens += counters[1]
+        self.turns += counters[2]
 
 
 class EpisodeRunner(Protocol):
@@ -63,6 +82,8 @@ class EpisodeRunner(Protocol):
     def run(self, jobs: list[Any]) -> RunStats: ...
 
     def stop_admitting(self) -> None: ...
+
+    def stop_now(self) -> None: ...
 
     def close(self) -> None: ...
 
@@ -136,12 +157,19 @@ class Runner:
         self.on_tick = on_tick
         self.stats = RunStats()
         self.draining = False
+        self.abandon = False
         self.stopped_by: str | None = None  # why the runner stopped admitting on its own
         self._pool: ThreadPoolExecutor | None = None
 
     def stop_admitting(self) -> None:
-        """Finish the live episodes but start no new ones (first Ctrl-C)."""
+        """Finish the live episodes but start no new ones (a server that went away)."""
         self.draining = True
+
+    def stop_now(self) -> None:
+        """Ctrl-C: start nothing new and drop the live episodes after the current tick. What
+        finished is stored (the tick's commit runs); the dropped ones are replayed on resume."""
+        self.draining = True
+        self.abandon = True
 
     def run(self, episodes: Iterable[AgentGen]) -> RunStats:
         source: Iterator[AgentGen] = iter(episodes)
@@ -162,7 +190,7 @@ class Runner:
                         exhausted = True
                         break
                     self._advance(gen, None, live)
-                if not live:
+                if not live or self.abandon:
                     break
                 self._tick(live)
                 if self.on_tick:
@@ -226,10 +254,12 @@ class Runner:
                     self.stopped_by = str(out)
                     self.stop_admitting()
                 if isinstance(out, list):
+                    self.stats.turns += 1
                     for c in out:
                         usage = getattr(c, "usage", None)
                         if usage is not None:
                             self.stats.completion_tokens += usage.completion_tokens
+                            self.stats.prompt_tokens += usage.prompt_tokens
         current = list(live)
         live.clear()
         for ep, res in zip(current, results, strict=True):

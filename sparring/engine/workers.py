@@ -93,18 +93,18 @@ def _worker(opts: Any, index: int, inbox: Any, out: Any, stop: Any, modules: lis
 
         def tick() -> None:
             if sink.items:
-                out.put(("episodes", index, sink.items, runner.stats.completion_tokens))
+                out.put(("episodes", index, sink.items, runner.stats.counters()))
                 sink.items = []
             if runner.stopped_by and not reported:  # a circuit breaker tripped here: stop every worker
                 reported.append(runner.stopped_by)
-                out.put(("stopped", index, runner.stopped_by, runner.stats.completion_tokens))
+                out.put(("stopped", index, runner.stopped_by, runner.stats.counters()))
             if stop.is_set():
-                runner.stop_admitting()
+                runner.stop_now()
 
         runner.on_tick = tick
         while (chunk := _receive(inbox)) is not None:  # the first chunk of a round
             runner.run(episodes(exp, plan.instances, _dealt(chunk, index, inbox, out), agents, sink))
-            out.put(("end", index, [], runner.stats.completion_tokens))
+            out.put(("end", index, [], runner.stats.counters()))
             if stop.is_set():  # interrupted: the parent stops after this round; chunks may be left unread
                 break
     except BaseException as e:  # noqa: BLE001 — reported to the parent, which records the run as incomplete
@@ -197,7 +197,7 @@ class ParallelRunner:
                  start: str = "auto"):
         self.workers, self.store, self.on_tick = workers, store, on_tick
         self.max_live = plan.exp.config.run.max_live
-        self.stats = RunStats()  # only completion_tokens: what the workers report
+        self.stats = RunStats()  # tokens and turns: what the workers report
         self.draining = False
         self.errors: list[str] = []
         self.stopped_by: str | None = None
@@ -206,7 +206,7 @@ class ParallelRunner:
         self._out = ctx.Queue()
         self._stop = ctx.Event()
         self._inboxes = [ctx.Queue() for _ in range(workers)]
-        self._tokens = [0] * workers
+        self._tokens: list[tuple[int, int, int]] = [(0, 0, 0)] * workers
         forked = self.start_method == "fork"
         if not forked:
             _check_main_importable()
@@ -233,6 +233,10 @@ class ParallelRunner:
     def stop_admitting(self) -> None:
         self.draining = True
         self._stop.set()
+
+    def stop_now(self) -> None:
+        """Ctrl-C: the workers drop their live episodes after their current tick."""
+        self.stop_admitting()
 
     def run(self, jobs: list[Any]) -> RunStats:
         """Deal `jobs` to the live workers chunk by chunk, as they ask, and store what comes back."""
@@ -269,8 +273,12 @@ class ParallelRunner:
                 if kind == "more":
                     deal(index)
                     continue
-                self._tokens[index] = worker_tokens
-                self.stats.completion_tokens = sum(self._tokens)
+                if isinstance(worker_tokens, (tuple, list)):
+                    self._tokens[index] = tuple(worker_tokens)
+                    stats = RunStats(started=self.stats.started)
+                    for counters in self._tokens:
+                        stats.add(counters)
+                    self.stats.completion_tokens, self.stats.prompt_tokens, self.stats.turns = stats.counters()
                 if kind == "episodes":
                     for item in payload:
                         self.store.add_serialized(item)

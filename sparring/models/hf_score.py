@@ -127,7 +127,7 @@ def score_rows(model, base_model, rows: Sequence[Row], pad_id: int, device, batc
         kwargs = {"logits_to_keep": keep} if keep_ok else {}
         cache = packed.cache(kv_layers) if prefix is not None else None
         result = model(input_ids=ids[:, p:], attention_mask=packed.attention_mask,
-                       position_ids=packed.positions[:, p:], past_key_values=cache,
+                       position_ids=packed.positions[:, p:], cache=cache,
                        use_cache=cache is not None, **kwargs)
         logits = result.logits[:, -keep:]
         logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)

@@ -13,7 +13,10 @@ loop's models file and held-out cross-play of `ALIAS@k` against the base, agains
 and (SFT) against itself gives win rates, Bradley–Terry ratings and the game's own metrics
 (judge accuracy; agreement, reward, Pareto-optimal, abort and valid-action rates, dialogue length). Every stage records its completion in `state.json`, so a
 killed loop rerun with the same command continues at the stage where it stopped and never trains a
-finished iteration again (the games themselves resume inside their run directories).
+finished iteration again (the games themselves resume inside their run directories). Each stage
+also records the part of the config it depends on (`loop_state.py`): after an edit to the config
+the rerun stops (exit 2) naming the changed keys, and `--restart-from STAGE` starts over from a
+stage on purpose, moving that stage's and every later stage's outputs aside.
 """
 
 from __future__ import annotations
@@ -30,8 +33,7 @@ from sparring.config_io import load_yaml_model, read_yaml
 from sparring.errors import SparringError
 from sparring.train import distributed
 from sparring.train.loop_config import LoopConfig
-
-STAGES = ("play", "export", "train", "register", "evaluate")
+from sparring.train.loop_state import STAGES, LoopState
 
 
 class Loop:
@@ -40,19 +42,14 @@ class Loop:
 
         self.config, self.file = config, file
         self.dir = Path(config.output_dir or Path(os.environ.get("SPARRING_RUNS_DIR") or "runs") / config.name)
-        self.dir.mkdir(parents=True, exist_ok=True)
         self.console = console or Console()
         self.state_path = self.dir / "state.json"
-        self.state: dict[str, Any] = (json.loads(self.state_path.read_text()) if self.state_path.is_file()
-                                      else {"iterations": {}})
+        self.tracker = LoopState(self.state_path, config, file)
+        self.state: dict[str, Any] = self.tracker.state
 
     # -- bookkeeping ---------------------------------------------------------------------------
     def _save(self) -> None:
-        if not distributed.is_main():  # one process writes state.json; the others hold the same state
-            return
-        tmp = self.state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.state, indent=2, sort_keys=True))
-        os.replace(tmp, self.state_path)
+        self.tracker.save()  # the main process only, under `accelerate launch`
 
     def _it(self, k: int) -> dict[str, Any]:
         return self.state["iterations"].setdefault(str(k), {"done": []})
@@ -62,6 +59,7 @@ class Loop:
         if stage in it["done"]:
             return it.get(stage)
         self.console.print(f"[bold]iteration {k}: {stage}[/bold]")
+        self.tracker.start(f"{k}:{stage}")
         it[stage] = distributed.stage(lambda: fn(k), all_ranks=stage == "train", what=f"iteration {k}: {stage}")
         it["done"].append(stage)
         self._save()
@@ -77,7 +75,7 @@ class Loop:
     def start(self) -> None:
         """The models file, the warm start (if configured) and ALIAS@0: what `run` does first.
         Under `accelerate launch` the main process writes; every process trains the warm start."""
-        self.state = distributed.from_main(self.state)
+        self.state = self.tracker.state = distributed.from_main(self.state)
         if distributed.is_main() and not self.models_file.is_file():
             user = read_yaml(self.config.models_file) if self.config.models_file else None
             models = dict((user or {}).get("models") or {})
@@ -85,6 +83,7 @@ class Loop:
             self._write_models({"models": models})
         if self.config.warm_start and "warm" not in self.state:
             self.console.print("[bold]warm start: SFT on human games[/bold]")
+            self.tracker.start("warm")
             self.state["warm"] = distributed.stage(self.warm, all_ranks=True, what="warm start")
             self._save()
         if "registered0" not in self.state:
@@ -130,13 +129,17 @@ class Loop:
         data["models_file"] = str(self.models_file.resolve())
         return data
 
-    def play(self, k: int) -> dict[str, Any]:
+    def play_experiment(self, k: int) -> dict[str, Any]:
+        """The experiment config of iteration k's self-play games."""
         cfg = self._experiment(self.config.selfplay, f"{self.config.name}-play-{k}")
         agents = cfg.get("agents") or {}
         if self.config.policy_agent not in agents:
             raise SparringError(f"{self.file}: selfplay has no agent {self.config.policy_agent!r} (policy_agent)")
         agents[self.config.policy_agent]["model"] = self.policy(k)
-        return {"run_dir": str(self._run(cfg, f"play-{k}"))}
+        return cfg
+
+    def play(self, k: int) -> dict[str, Any]:
+        return {"run_dir": str(self._run(self.play_experiment(k), f"play-{k}"))}
 
     def export(self, k: int) -> dict[str, Any]:
         from sparring.records.reader import iter_records
@@ -170,6 +173,7 @@ class Loop:
         if self.config.method == "sft" and self.config.export.cumulative:
             rows = [r for j in range(1, k + 1) for r in read_rows(self._it(j)["export"]["path"])]
         result = train(rows, settings, self.dir / f"iter-{k}" / "adapter")
+        self._stopped(result, f"iteration {k}: train")
         from sparring.train.loop_report import preference_summary
 
         if summary := preference_summary(result.metrics):
@@ -178,18 +182,7 @@ class Loop:
                 "steps": result.steps, "loss": result.loss, "metrics": result.metrics}
 
     def _base_entry(self) -> dict[str, Any]:
-        """The base model as an `hf` models-file entry (a registry name or a model directory)."""
-        from sparring.models.registry import load_model_specs, resolve_name
-
-        model = self.config.train.model
-        if Path(model).expanduser().is_dir():
-            return {"backend": "hf", "args": {"model": str(Path(model).expanduser().resolve())}}
-        specs = load_model_specs(self.config.models_file)
-        try:
-            base = specs[resolve_name(model, specs)]
-        except KeyError:
-            raise SparringError(f"{self.file}: train.model {model!r} is neither a model name nor a directory") from None
-        return {"backend": base.backend, "args": dict(base.args), "sampling": dict(base.sampling)}
+        return base_entry(self.config, self.file)
 
     def register(self, k: int) -> dict[str, Any]:
         """ALIAS@k in the loop's models file: the base model's entry with adapter k as default."""
@@ -215,17 +208,26 @@ class Loop:
             raise SparringError(f"warm_start: no human games could be replayed from {w.file}")
         settings = self.config.train.model_copy(update={"method": "sft", "adapter": None})
         result = train_sft(rows, settings, self.dir / "warm" / "adapter")
+        self._stopped(result, "warm start")
         return {"adapter": str(result.adapter.resolve()), "rows": result.rows, "steps": result.steps,
                 "loss": result.loss}
+
+    def _stopped(self, result: Any, stage: str) -> None:
+        """A training stage cut by `train.max_minutes` is not done: stop the loop; the rerun resumes
+        that stage from its checkpoint."""
+        from sparring.train.checkpoints import TrainingStopped
+
+        if not result.complete:
+            raise TrainingStopped(f"{stage} stopped by the time limit after {result.steps} steps; its checkpoint "
+                                  f"is kept. Rerun the same command to continue.")
 
     def _write_models(self, data: dict[str, Any]) -> None:
         tmp = self.models_file.with_suffix(".tmp")
         tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
         os.replace(tmp, self.models_file)
 
-    def evaluate(self, k: int) -> dict[str, Any]:
-        from sparring.analysis.report import write_report
-
+    def eval_experiment(self, k: int) -> dict[str, Any]:
+        """The experiment config of iteration k's held-out cross-play."""
         policy = self.config.selfplay["agents"][self.config.policy_agent]
         plain = {key: v for key, v in policy.items() if key not in ("best_of_n", "model")}
         new, base, prev = f"{self.config.alias}@{k}", "base", f"{self.config.alias}@{k - 1}"
@@ -245,7 +247,13 @@ class Loop:
                                                "flip": self.config.evaluation.flip,
                                                "repeats": self.config.evaluation.repeats},
                                 "run": sp.get("run", {})}, f"{self.config.name}-eval-{k}")
-        run_dir = self._run(cfg, f"eval-{k}")
+        return cfg
+
+    def evaluate(self, k: int) -> dict[str, Any]:
+        from sparring.analysis.report import write_report
+
+        new = f"{self.config.alias}@{k}"
+        run_dir = self._run(self.eval_experiment(k), f"eval-{k}")
         write_report(run_dir)
         stats = json.loads((run_dir / "report" / "stats.json").read_text())
         out: dict[str, Any] = {"run_dir": str(run_dir), "vs": {}}
@@ -261,21 +269,71 @@ class Loop:
         judge = (stats.get("sections", {}).get("debate") or {}).get("judge_accuracy", {}).get("overall")
         if judge:
             out["judge_accuracy"] = {"accuracy": judge["accuracy"], "ci": judge["accuracy_ci"], "n": judge["n"]}
-        out["games"] = game_metrics(run_dir, sp["game"])
+        out["games"] = game_metrics(run_dir, self.config.selfplay["game"])
         return out
 
     # -- the loop ------------------------------------------------------------------------------
-    def run(self) -> Path:
+    def run(self, restart_from: str | None = None) -> Path:
+        """Play, export, train, register, evaluate each iteration, skipping finished stages.
+        `restart_from` ("warm", "K:STAGE" or "K"): discard that stage and every later one first."""
+        def prepare() -> None:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            if restart_from:
+                self.restart(restart_from)
+            self.tracker.check()
+
+        distributed.on_main(prepare, "checking the loop's state")  # a config change stops every process
         self.start()
         for k in range(1, self.config.iterations + 1):
             for stage in STAGES:
                 self._stage(k, stage, getattr(self, stage))
         return distributed.on_main(self.write_report, "the loop report")
 
+    def restart(self, stage: str) -> None:
+        """Discard `stage` and every later one: their outputs move to `discarded/<time>/`, their
+        state entries and registered aliases go, so the next run redoes them."""
+        moved = self.tracker.restart(stage, self.dir, {f"{k}:{s}": self._outputs(k, s)
+                                                       for k in self.tracker.iterations() for s in STAGES})
+        if self.models_file.is_file():
+            data = read_yaml(self.models_file)
+            user = read_yaml(self.config.models_file) if self.config.models_file else None
+            models = dict((user or {}).get("models") or {})
+            models[f"{self.config.alias}@base"] = self._base_entry()
+            registered = 0 if self.state.get("registered0") else -1
+            for k in self.tracker.iterations():
+                if "register" in self._it(k)["done"]:
+                    registered = k
+            models.update({a: e for a, e in (data.get("models") or {}).items()
+                           if a.startswith(f"{self.config.alias}@") and a.split("@")[-1].isdigit()
+                           and int(a.split("@")[-1]) <= registered})
+            self._write_models({"models": models})
+        self.console.print(f"restarting from {stage}" + (f"; moved aside: {', '.join(moved)}" if moved else ""))
+
+    def _outputs(self, k: int, stage: str) -> list[Path]:
+        return {"play": [self.dir / "runs" / f"play-{k}", self.dir / "configs" / f"play-{k}.yaml"],
+                "export": [self.dir / f"iter-{k}" / "data"], "train": [self.dir / f"iter-{k}" / "adapter"],
+                "evaluate": [self.dir / "runs" / f"eval-{k}", self.dir / "configs" / f"eval-{k}.yaml"]
+                }.get(stage, [])
+
     def write_report(self) -> Path:
         from sparring.train.loop_report import loop_report
 
         return loop_report(self.dir, self.config, self.state)
+
+
+def base_entry(config: LoopConfig, file: str) -> dict[str, Any]:
+    """The base model as a models-file entry (a registry name or a model directory)."""
+    from sparring.models.registry import load_model_specs, resolve_name
+
+    model = config.train.model
+    if Path(model).expanduser().is_dir():
+        return {"backend": "hf", "args": {"model": str(Path(model).expanduser().resolve())}}
+    specs = load_model_specs(config.models_file)
+    try:
+        base = specs[resolve_name(model, specs)]
+    except KeyError:
+        raise SparringError(f"{file}: train.model {model!r} is neither a model name nor a directory") from None
+    return {"backend": base.backend, "args": dict(base.args), "sampling": dict(base.sampling)}
 
 
 def game_metrics(run_dir: str | Path, game: str) -> dict[str, Any]:

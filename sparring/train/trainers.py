@@ -4,7 +4,9 @@ Each function takes rows (or a JSONL/Parquet file of them), trains a LoRA adapte
 saves it to `out` (only the adapter and the tokenizer: the `hf` backend loads it on its base
 model). CPU works: fp32, no bf16; a CUDA GPU trains in bf16 (QLoRA with `quantization: 4bit`).
 Rows longer than `max_length` tokens are dropped (never cut: a cut reply teaches the model to
-stop mid-sentence), and the number dropped is reported.
+stop mid-sentence), and the number dropped is reported. Checkpoints go to `out/trainer` every
+`save_steps`; a rerun into the same `out` resumes from the last one, and `max_minutes` saves one
+and stops (see `checkpoints.py`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sparring.errors import SparringError
+from sparring.train.checkpoints import TimeLimit, checkpoint_args, last_checkpoint
 from sparring.train.config import TrainSettings
 from sparring.train.distributed import save_trained, shared_dataset
 from sparring.train.policy import load_policy, lora_config, use_cuda, with_new_adapter
@@ -30,6 +33,8 @@ class TrainResult:
     steps: int
     loss: float | None
     metrics: dict[str, float] = field(default_factory=dict)
+    complete: bool = True  # False: the time limit stopped it; a rerun resumes from the checkpoint
+    resumed_from: str | None = None
 
 
 def read_rows(source: str | Path | Rows) -> Rows:
@@ -44,7 +49,14 @@ def read_rows(source: str | Path | Rows) -> Rows:
         import datasets
 
         return list(datasets.Dataset.from_parquet(str(path)))
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except ValueError as e:
+                raise SparringError(f"{path}:{n}: not a JSON row ({e})") from None
+    return rows
 
 
 def _common(settings: TrainSettings, out: Path, max_length: bool = True) -> dict[str, Any]:
@@ -53,9 +65,17 @@ def _common(settings: TrainSettings, out: Path, max_length: bool = True) -> dict
     return {**extra, "output_dir": str(out / "trainer"), "per_device_train_batch_size": settings.batch_size,
             "gradient_accumulation_steps": settings.gradient_accumulation, "learning_rate": settings.learning_rate,
             "num_train_epochs": settings.epochs, "max_steps": settings.max_steps,
-            "logging_steps": settings.logging_steps, "save_strategy": "no", "report_to": [],
+            "logging_steps": settings.logging_steps, **checkpoint_args(settings.save_steps, settings.save_total_limit),
+            "report_to": [],
             "seed": settings.seed, "bf16": cuda, "use_cpu": not cuda,
-            "gradient_checkpointing": settings.gradient_checkpointing, "disable_tqdm": False}
+            "gradient_checkpointing": checkpointing(settings), "disable_tqdm": False}
+
+
+def checkpointing(settings: TrainSettings) -> bool:
+    """Activation checkpointing unless set: on for preference pairs (DPO, KTO), off for SFT."""
+    if settings.gradient_checkpointing is not None:
+        return settings.gradient_checkpointing
+    return settings.method != "sft"
 
 
 def _length(tokenizer: Any, messages: list[dict[str, str]]) -> int:
@@ -83,16 +103,22 @@ def last_logged(log_history: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def _finish(trainer: Any, model: Any, tokenizer: Any, out: Path, rows: int, dropped: int,
-            extra_metrics: dict[str, float] | None = None) -> TrainResult:
-    result = trainer.train()
+            settings: TrainSettings, extra_metrics: dict[str, float] | None = None) -> TrainResult:
+    limit = TimeLimit(settings.max_minutes)
+    trainer.add_callback(limit)
+    resume = last_checkpoint(out / "trainer")
+    result = trainer.train(resume_from_checkpoint=resume)
+    ran = result.global_step - (int(Path(resume).name.rsplit("-", 1)[-1]) if resume else 0)
+    loss = result.training_loss if ran > 0 else None  # a rerun of a finished run trains nothing
     adapter = save_trained(trainer, tokenizer, out)  # complete under ZeRO-3, written by one process
     metrics = {**last_logged(trainer.state.log_history), **(extra_metrics or {})}
     if trainer.accelerator.is_main_process:
         (out / "train_summary.json").write_text(json.dumps({
-            "rows": rows, "dropped_too_long": dropped, "steps": result.global_step,
-            "train_loss": result.training_loss, "final_metrics": metrics}, indent=2), encoding="utf-8")
-    return TrainResult(adapter=adapter, rows=rows, dropped=dropped, steps=result.global_step,
-                       loss=result.training_loss, metrics=metrics)
+            "rows": rows, "dropped_too_long": dropped, "steps": result.global_step, "train_loss": loss,
+            "complete": not limit.stopped, "resumed_from": resume, "final_metrics": metrics}, indent=2),
+            encoding="utf-8")
+    return TrainResult(adapter=adapter, rows=rows, dropped=dropped, steps=result.global_step, loss=loss,
+                       metrics=metrics, complete=not limit.stopped, resumed_from=resume)
 
 
 def train_sft(source: str | Path | Rows, settings: TrainSettings, out: str | Path,
@@ -112,7 +138,7 @@ def train_sft(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
     config = SFTConfig(**_common(settings, out), assistant_only_loss=settings.assistant_only_loss)
     trainer = SFTTrainer(model=model, args=config, train_dataset=_dataset(rows, ("messages",)),
                          processing_class=tokenizer, peft_config=lora_config(settings), callbacks=callbacks)
-    return _finish(trainer, model, tokenizer, out, len(rows), dropped)
+    return _finish(trainer, model, tokenizer, out, len(rows), dropped, settings)
 
 
 def train_dpo(source: str | Path | Rows, settings: TrainSettings, out: str | Path,
@@ -139,7 +165,7 @@ def train_dpo(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
 
         args = TrainingArguments(**_common(settings, out, max_length=False), remove_unused_columns=False)
         policy = with_new_adapter(model, lora_config(settings))
-        if settings.gradient_checkpointing and hasattr(policy, "peft_config"):
+        if checkpointing(settings) and hasattr(policy, "peft_config"):
             policy.enable_input_require_grads()  # frozen embeddings + checkpointing would give no gradients
         trainer: Any = SoftPreferenceDPOTrainer(
             model=policy, args=args, beta=d.beta, sft_weight=d.sft_weight,
@@ -149,7 +175,8 @@ def train_dpo(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
         trainer = DPOTrainer(model=model, args=config, train_dataset=dataset("prompt", "chosen", "rejected"),
                              peft_config=lora_config(settings), **kwargs)
     # TRL's losses train on hard labels (p = 1): their soft-target floor is 0
-    return _finish(trainer, model, tokenizer, out, len(rows), dropped, None if d.soft else {"soft/floor": 0.0})
+    return _finish(trainer, model, tokenizer, out, len(rows), dropped, settings,
+                   None if d.soft else {"soft/floor": 0.0})
 
 
 def train_kto(source: str | Path | Rows, settings: TrainSettings, out: str | Path,
@@ -167,7 +194,7 @@ def train_kto(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
                        undesirable_weight=k.undesirable_weight)
     trainer = KTOTrainer(model=model, args=config, train_dataset=_dataset(rows, ("prompt", "completion", "label")),
                          processing_class=tokenizer, peft_config=lora_config(settings), callbacks=callbacks)
-    return _finish(trainer, model, tokenizer, out, len(rows), dropped)
+    return _finish(trainer, model, tokenizer, out, len(rows), dropped, settings)
 
 
 TRAINERS = {"sft": train_sft, "dpo": train_dpo, "kto": train_kto}

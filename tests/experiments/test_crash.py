@@ -93,20 +93,55 @@ def ctrl_c_once(monkeypatch, when):
     return lambda: monkeypatch.setattr(run_mod, "_committer", original)
 
 
-def test_ctrl_c_stops_admitting_and_resumes(make_config, runs_dir, monkeypatch):
-    restore = ctrl_c_once(monkeypatch, lambda ticks, session: ticks == 3)
+def test_ctrl_c_keeps_finished_episodes_drops_live_ones_and_resumes(make_config, runs_dir, monkeypatch):
+    restore = ctrl_c_once(monkeypatch, lambda ticks, session: session.done > 0)
     path = make_config()
     opts = RunOptions(configuration=str(path), output_dir=str(runs_dir), run_name="int", max_live=4,
                       quiet=True)
     res = run_experiment(opts, console=Console(quiet=True))
     assert res.status == "interrupted"
     assert 0 < res.summary["done"] < 36
-    assert res.summary["done"] % 4 == 0  # the live episodes were finished, none was cut
+    stored = list(iter_records(res.run_dir))
+    assert len(stored) == res.summary["done"] and all(r.outcome is not None for r in stored)  # none was cut
     assert read_manifest(res.run_dir)["status"] == "interrupted"
     restore()
     again = run_experiment(opts, console=Console(quiet=True))
     assert again.status == "complete" and again.summary["skipped"] == res.summary["done"]
     assert len(list(iter_records(res.run_dir))) == 36
+
+
+def test_one_ctrl_c_stops_a_subprocess_run_promptly_keeping_what_finished(make_config, runs_dir):
+    """A real SIGINT to `sparring run`: it exits 130 within about one model call, not after the
+    live episodes finish (here one episode lasts seconds), with the finished episodes stored."""
+    path = make_config({"game_args": {"rounds": 8}, "dataset": {"args": {"n": 3}},
+                        "agents": {"alice": {"model": "t-crawl"}, "bob": {"model": "t-crawl"},
+                                   "carol": {"model": "t-crawl"}, "judge": {"model": "t-crawl"}}})
+    run_dir = runs_dir / "sigint"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, str(HERE / "run_toy.py"), "run", str(path), "--output-dir",
+                             str(runs_dir), "--run-name", "sigint", "--max-live", "1", "--no-report"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    episodes = run_dir / "episodes.jsonl"
+    deadline = time.time() + 120
+    try:
+        while lines(episodes) < 1:
+            assert proc.poll() is None, proc.stdout.read().decode()
+            assert time.time() < deadline, "the subprocess stored nothing in time"
+            time.sleep(0.02)
+        time.sleep(0.5)  # well inside the next episode (each lasts several seconds)
+        sent = time.time()
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(30)
+        took = time.time() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    output = proc.stdout.read().decode()
+    assert rc == 130, output
+    assert took < 2.5, f"Ctrl-C took {took:.1f} s to stop the run"
+    assert lines(episodes) == 1  # the finished episode is kept; the live one is replayed on resume
+    assert read_manifest(run_dir)["status"] == "interrupted"
+    assert "--resume" in output
 
 
 def test_ctrl_c_with_workers_finishes_live_episodes_and_resumes(make_config, runs_dir, monkeypatch):

@@ -167,3 +167,21 @@ def test_registered_as_hf_backend():
     from sparring.models.base import BACKENDS
 
     assert BACKENDS.get("hf") is HFModel
+
+
+def test_generation_and_scoring_use_the_supported_cache_argument(tiny_objects):
+    """transformers 5.x renamed `past_key_values` to `cache`; the old name warns on every call
+    (and goes away in a later release). Generation, prefix-cached generation and scoring must not
+    use it."""
+    import warnings
+
+    from sparring.types import ScoreRequest
+
+    model = HFModel.from_objects(*tiny_objects, prefix_cache_mb=16)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.generate([req("Hi"), req("Why?")])
+        model.generate([req("Hi")])  # second call reuses the cached prefix
+        model.score([ScoreRequest(messages=[Message(role="user", content="Yes or no?")], options=["Yes", "No"])])
+    deprecated = [str(w.message) for w in caught if "past_key_values" in str(w.message)]
+    assert deprecated == []

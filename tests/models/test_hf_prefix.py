@@ -129,7 +129,7 @@ def test_preallocated_cache_matches_transformers_dynamic_cache(tiny_objects):
         want = model.generate(ids, max_new_tokens=12, do_sample=False, pad_token_id=0)
         layers = model.config.num_hidden_layers
         got = model.generate(ids, max_new_tokens=12, do_sample=False, pad_token_id=0,
-                             past_key_values=PreallocatedCache(layers, 45))  # too small: must grow
+                             cache=PreallocatedCache(layers, 45))  # too small: must grow
     assert got.tolist() == want.tolist()
 
 
@@ -153,7 +153,7 @@ def test_preallocated_cache_supports_beam_search(tiny_objects):
     kwargs = {"max_new_tokens": 6, "num_beams": 3, "do_sample": False, "pad_token_id": 0}
     with torch.inference_mode():
         want = model.generate(ids, **kwargs)
-        got = model.generate(ids, past_key_values=PreallocatedCache(model.config.num_hidden_layers, 8), **kwargs)
+        got = model.generate(ids, cache=PreallocatedCache(model.config.num_hidden_layers, 8), **kwargs)
     assert got.tolist() == want.tolist()
 
 

@@ -43,3 +43,7 @@ class GRPOConfig(Strict):
     logging_steps: int = 1
     vllm: VLLMSettings | None = Field(None, description="learner rollouts on TRL's vLLM (GPU only); none: the "
                                                         "trainer's own model generates")
+    save_steps: int = Field(10, ge=0, description="checkpoint every N steps (0: only when max_minutes stops it); "
+                                                  "a rerun resumes from the last one")
+    save_total_limit: int = Field(2, ge=1)
+    max_minutes: float | None = Field(None, gt=0.0, description="save a checkpoint and stop after this many minutes")

@@ -4,7 +4,9 @@ Each optimizer step takes `prompts_per_step` prompts (an instance + the learner'
 `num_generations` episodes of each through the batched runner with the learner generating with
 its current weights, and computes group-relative advantages from the episode outcomes; only the
 learner's tokens carry loss. LoRA by default; CPU in fp32. The per-step reward curve goes to
-`OUT/rewards.jsonl` and `OUT/report.md`.
+`OUT/rewards.jsonl` and `OUT/report.md`. Checkpoints go to `OUT/trainer` every `save_steps`; a
+rerun resumes from the last one, unless the config changed (`OUT/state.json`), which stops with
+the changed keys until `--restart`.
 """
 
 from __future__ import annotations
@@ -17,9 +19,14 @@ from typing import Any
 from sparring.config_io import load_yaml_model
 from sparring.errors import SparringError
 from sparring.train import distributed
+from sparring.train.fingerprint import OutputState
 from sparring.train.grpo.config import GRPOConfig
 from sparring.train.grpo.rollout import LEARNER, EpisodeRollout, episode_reward, prompt_rows
 from sparring.train.grpo.vllm_rollout import trl_vllm_args
+
+# Keys that may change between a run and its resumption (`max_steps`: train on for longer).
+RESUMABLE = ("name", "description", "output_dir", "max_steps", "max_minutes", "logging_steps", "save_steps",
+             "save_total_limit")
 
 
 def load_grpo(name_or_path: str) -> tuple[GRPOConfig, str]:
@@ -38,7 +45,24 @@ def load_grpo(name_or_path: str) -> tuple[GRPOConfig, str]:
     return (config if config.name else config.model_copy(update={"name": path.stem})), str(path)
 
 
-def run_grpo(config: GRPOConfig, file: str = "<config>") -> Path:
+def output_dir(config: GRPOConfig) -> Path:
+    return Path(config.output_dir or Path(os.environ.get("SPARRING_RUNS_DIR") or "runs") / config.name)
+
+
+def state_for(config: GRPOConfig, file: str) -> OutputState:
+    """OUT/state.json: the config the run in OUT was started with."""
+    snapshot = {k: v for k, v in config.model_dump(mode="json").items() if k not in RESUMABLE}
+    return OutputState(output_dir(config), snapshot, f"GRPO run (config {file})", "--restart")
+
+
+def check_config(config: GRPOConfig, file: str) -> None:
+    agents = config.experiment.get("agents") or {}
+    if agents.get(config.learner_agent, {}).get("model") != LEARNER:
+        raise SparringError(f"{file}: experiment.agents.{config.learner_agent}.model must be {LEARNER!r} "
+                            "(the learner's weights are injected under that name)")
+
+
+def run_grpo(config: GRPOConfig, file: str = "<config>", restart: bool = False) -> Path:
     import datasets
     from transformers import TrainerCallback
     from trl import GRPOConfig as TRLConfig
@@ -47,15 +71,17 @@ def run_grpo(config: GRPOConfig, file: str = "<config>") -> Path:
     from sparring.engine.play import Arena
     from sparring.models.scripted import ScriptedModel
     from sparring.train.chat_templates import apply_generation_markers
+    from sparring.train.checkpoints import TimeLimit, TrainingStopped, checkpoint_args, last_checkpoint
     from sparring.train.config import TrainSettings
     from sparring.train.policy import load_policy, lora_config, use_cuda
 
-    out = Path(config.output_dir or Path(os.environ.get("SPARRING_RUNS_DIR") or "runs") / config.name)
-    out.mkdir(parents=True, exist_ok=True)
-    agents = config.experiment.get("agents") or {}
-    if agents.get(config.learner_agent, {}).get("model") != LEARNER:
-        raise SparringError(f"{file}: experiment.agents.{config.learner_agent}.model must be {LEARNER!r} "
-                            "(the learner's weights are injected under that name)")
+    out = output_dir(config)
+    check_config(config, file)
+    state = state_for(config, file)
+    if restart:
+        state.restart()
+    state.check()
+    state.start()
     settings = TrainSettings(model=config.model, lora=config.lora)
     model, tokenizer = load_policy(settings)
     apply_generation_markers(tokenizer)
@@ -76,8 +102,8 @@ def run_grpo(config: GRPOConfig, file: str = "<config>") -> Path:
     args = TRLConfig(output_dir=str(out / "trainer"), per_device_train_batch_size=per_step // distributed.world_size(),
                      num_generations=config.num_generations, max_steps=config.max_steps,
                      learning_rate=config.learning_rate, beta=config.beta, logging_steps=config.logging_steps,
-                     save_strategy="no", report_to=[], seed=config.seed, bf16=cuda, use_cpu=not cuda,
-                     gradient_checkpointing=True, **trl_vllm_args(config.vllm))
+                     **checkpoint_args(config.save_steps, config.save_total_limit), report_to=[], seed=config.seed,
+                     bf16=cuda, use_cpu=not cuda, gradient_checkpointing=True, **trl_vllm_args(config.vllm))
     curve = out / "rewards.jsonl"
 
     class RewardLog(TrainerCallback):
@@ -90,11 +116,19 @@ def run_grpo(config: GRPOConfig, file: str = "<config>") -> Path:
     trainer = GRPOTrainer(model=model, reward_funcs=[episode_reward], args=args,  # type: ignore[list-item]
                           train_dataset=datasets.Dataset.from_list(rows), processing_class=tokenizer,
                           peft_config=lora_config(settings), rollout_func=rollout,  # type: ignore[arg-type]
-                          callbacks=[RewardLog()])
-    trainer.train()
+                          callbacks=[RewardLog(), limit := TimeLimit(config.max_minutes)])
+    resume = last_checkpoint(out / "trainer")
+    if resume:
+        rollout.calls = int(Path(resume).name.rsplit("-", 1)[-1])  # new seeds, not step 1's again
+    trainer.train(resume_from_checkpoint=resume)
     distributed.save_trained(trainer, tokenizer, out / "adapter")
     arena.close()
-    return distributed.on_main(lambda: grpo_report(out, config), "the GRPO report")
+    report = distributed.on_main(lambda: grpo_report(out, config), "the GRPO report")
+    if limit.stopped:
+        raise TrainingStopped(f"GRPO stopped by the time limit at step {trainer.state.global_step} of "
+                              f"{config.max_steps}; the checkpoint is in {out / 'trainer'}; rerun the same command "
+                              f"to continue (report so far: {report})")
+    return report
 
 
 def grpo_report(out: Path, config: GRPOConfig) -> Path:

@@ -1,0 +1,43 @@
+"""Progress of a long run when the output is a log file, not a terminal: periodic lines with the
+episodes, turns played, tokens/s counting prompt and generated tokens, and an ETA; the summary
+says which tokens its rates count."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from sparring.engine.run import RunOptions, run_experiment
+
+
+def test_a_run_logged_to_a_file_prints_progress_lines(make_config, runs_dir, monkeypatch):
+    monkeypatch.setenv("SPARRING_PROGRESS_EVERY", "0")  # a line at every tick
+    out = io.StringIO()
+    console = Console(file=out, width=200)
+    assert not console.is_terminal
+    res = run_experiment(RunOptions(configuration=str(make_config()), output_dir=str(runs_dir), run_name="log",
+                                    max_live=4, report=False), console=console)
+    assert res.status == "complete"
+    text = out.getvalue()
+    progress = [line for line in text.splitlines() if line.startswith("toyexp: ")]
+    assert len(progress) >= 5
+    assert "turns" in progress[0] and "tokens/s (prompt + generated;" in progress[0] and "ETA" in progress[0]
+    assert any("ETA " in line and "ETA unknown" not in line for line in progress)  # a real estimate
+    assert progress[-1].startswith("toyexp: 36/36 episodes") and progress[-1].endswith(", done")
+
+    s = res.summary
+    assert s["prompt_tokens"] > s["tokens"] > 0 and s["turns"] > 0
+    assert s["tokens_per_s"] == pytest.approx((s["tokens"] + s["prompt_tokens"]) / s["wall_s"])
+    assert s["generated_tokens_per_s"] == pytest.approx(s["tokens"] / s["wall_s"])
+    assert "tokens/s (prompt + generated)" in text and "generated tokens/s" in text
+
+
+def test_progress_lines_are_throttled(make_config, runs_dir, monkeypatch):
+    monkeypatch.setenv("SPARRING_PROGRESS_EVERY", "3600")
+    out = io.StringIO()
+    run_experiment(RunOptions(configuration=str(make_config()), output_dir=str(runs_dir), run_name="quiet",
+                              max_live=4, report=False), console=Console(file=out, width=200))
+    progress = [line for line in out.getvalue().splitlines() if line.startswith("toyexp: ")]
+    assert len(progress) == 1  # only the final line
