@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from sparring.records.record import CallRecord, EpisodeRecord
-from sparring.train.export.conversation import meta, reply_text
+from sparring.train.export.conversation import apply_rule, meta, rejection_marks, reply_text
 from sparring.train.export.filters import ExportFilters
 from sparring.train.export.targets import pair_row
 
@@ -58,7 +58,8 @@ def _pairs_at(children: dict[int, list[EpisodeRecord]], d: int, parent: list[int
         return []
     best = max(alts, key=lambda i: (alts[i][1], -i))
     reply_c, v_c, call, leaf = alts[best]
-    prompt = [{"role": m.role, "content": m.content} for m in call.messages]
+    index = next(k for k, c in enumerate(leaf.calls) if c is call)
+    prompt = apply_rule(call.messages, rejection_marks(leaf, call.player).get(index, set()), f.after_rejection)
     rows = []
     for i, (reply_r, v_r, _, _) in sorted(alts.items()):
         if i == best or v_c - v_r < min_gap or reply_r == reply_c:

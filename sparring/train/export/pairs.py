@@ -15,7 +15,7 @@ from typing import Any
 
 from sparring.records.record import CallRecord, EpisodeRecord
 from sparring.train.export.branches import branch_pairs
-from sparring.train.export.conversation import meta, own_calls
+from sparring.train.export.conversation import check_chat, meta, turns
 from sparring.train.export.filters import ExportFilters, select
 from sparring.train.export.targets import Target, pair_row, soft_target
 
@@ -43,12 +43,13 @@ def dpo_rows(records: Iterable[EpisodeRecord], filters: ExportFilters | None = N
     records = list(records)
     rows: list[dict[str, Any]] = []
     for rec, player in select(records, f):
-        for call in own_calls(rec, player, with_corrections=False):
-            for chosen, rejected, v_c, v_r in candidate_pairs(call, min_gap):
-                prompt = [{"role": m.role, "content": m.content} for m in call.messages]
-                rows.append(pair_row(prompt, chosen, rejected, v_c, v_r, target, gamma,
-                                     meta(rec, player, source="best_of_n", turn=call.turn)))
+        for t in turns(rec, player, f.after_rejection):
+            for chosen, rejected, v_c, v_r in candidate_pairs(t.call, min_gap):
+                rows.append(pair_row(t.prompt, chosen, rejected, v_c, v_r, target, gamma,
+                                     meta(rec, player, source="best_of_n", turn=t.call.turn)))
     rows.extend(branch_pairs(records, f, target=target, gamma=gamma, min_gap=min_gap))
+    for n, row in enumerate(rows):
+        check_chat(row["prompt"] + row["chosen"], f"DPO row {n}", ends_with="assistant")
     return rows
 
 
