@@ -37,8 +37,9 @@ def candidate_pairs(call: CallRecord, min_gap: float) -> list[tuple[str, str, fl
 
 
 def dpo_rows(records: Iterable[EpisodeRecord], filters: ExportFilters | None = None, *, target: Target = "prob",
-             gamma: float = 1.0, min_gap: float = 0.0) -> list[dict[str, Any]]:
-    """Preference rows from the best-of-N candidates and the branched rollouts in `records`."""
+             gamma: float = 1.0, min_gap: float = 0.0, abort_value: float | None = 0.0) -> list[dict[str, Any]]:
+    """Preference rows from the best-of-N candidates and the branched rollouts in `records`
+    (`abort_value`: what an aborted leaf is worth, `branches.leaf_value`)."""
     f = filters or ExportFilters()
     records = list(records)
     rows: list[dict[str, Any]] = []
@@ -47,7 +48,7 @@ def dpo_rows(records: Iterable[EpisodeRecord], filters: ExportFilters | None = N
             for chosen, rejected, v_c, v_r in candidate_pairs(t.call, min_gap):
                 rows.append(pair_row(t.prompt, chosen, rejected, v_c, v_r, target, gamma,
                                      meta(rec, player, source="best_of_n", turn=t.call.turn)))
-    rows.extend(branch_pairs(records, f, target=target, gamma=gamma, min_gap=min_gap))
+    rows.extend(branch_pairs(records, f, target=target, gamma=gamma, min_gap=min_gap, abort_value=abort_value))
     for n, row in enumerate(rows):
         check_chat(row["prompt"] + row["chosen"], f"DPO row {n}", ends_with="assistant")
     return rows
