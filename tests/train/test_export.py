@@ -119,7 +119,7 @@ def test_rejected_replies_are_found_by_position_not_by_text(sloppy_records):
     for row in rows:
         rec, (i,) = by_id[row["meta"]["episode_id"]], row["meta"]["calls"]
         roles = [m["role"] for m in row["prompt"]]
-        assert all(x != y for x, y in zip(roles[1:], roles[2:]))  # never two user messages in a row
+        assert all(x != y for x, y in zip(roles[1:], roles[2:], strict=False))  # never two user messages in a row
         # each accepted reply of this player before the call shown exactly once, no rejected one
         assert roles.count("assistant") == accepted_before(rec, row["meta"]["seat"], i)
     # every accepted reply is trained exactly once, the repeated proposal included
@@ -133,7 +133,7 @@ def test_after_a_rejected_reply_the_prompt_holds_the_correction_or_nothing(slopp
     by_id = {r.id: r for r in sloppy_records}
     retries = 0
     for rule in ("correction", "clean"):
-        for kind, rows in (("sft", sft_rows(sloppy_records, ExportFilters(agent="a", after_rejection=rule, include_aborted=True))),
+        for _kind, rows in (("sft", sft_rows(sloppy_records, ExportFilters(agent="a", after_rejection=rule, include_aborted=True))),
                            ("kto", kto_rows(sloppy_records, ExportFilters(agent="a", after_rejection=rule, include_aborted=True)))):
             for row in rows:
                 rec, (i,) = by_id[row["meta"]["episode_id"]], row["meta"]["calls"]
@@ -172,7 +172,7 @@ def test_every_export_of_the_shipped_scripted_experiments_is_well_formed(tmp_pat
                 chat = row.get("messages") or row["prompt"] + row["completion"]
                 roles = [m["role"] for m in chat if m["role"] != "system"]
                 assert roles[0] == "user" and roles[-1] == "assistant"
-                assert all(x != y for x, y in zip(roles, roles[1:]))
+                assert all(x != y for x, y in zip(roles, roles[1:], strict=False))
                 calls = row["meta"].get("calls")
                 if calls is None:
                     continue  # a judge verdict row

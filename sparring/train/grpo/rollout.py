@@ -94,13 +94,16 @@ class EpisodeRollout:
             reward = self.reward(rec, self.player_of(job))
             dropped += sum(len(s.calls) for s in seqs[self.sequences_per_episode:])
             for slot in range(self.sequences_per_episode):
+                row: tuple[list[int], list[int], list[int], list[float]]
                 if slot < len(seqs):
                     s = seqs[slot]
                     row = (s.prompt_ids, s.completion_ids, s.env_mask, s.logprobs)
                 else:  # a placeholder slot: no loss, the episode's reward keeps the group mean exact
-                    row = (pad, pad, [0], [math.nan])
-                for key, value in zip(("prompt_ids", "completion_ids", "env_mask", "logprobs"), row, strict=True):
-                    out[key].append(list(value))
+                    row = (list(pad), list(pad), [0], [math.nan])
+                out["prompt_ids"].append(list(row[0]))
+                out["completion_ids"].append(list(row[1]))
+                out["env_mask"].append(list(row[2]))
+                out["logprobs"].append(list(row[3]))
                 out["episode_reward"].append(reward)
                 out["episode_id"].append(rec.id)
         self._report(records, sequences, dropped)

@@ -231,9 +231,9 @@ def test_a_proposal_is_its_counts_and_nothing_after_them(text):
 def test_trailing_text_after_a_prefilled_proposal_is_rejected_in_the_game():
     """The reply that made a deal in a shipped run is refused the same way for any player (the
     game parses every player's reply, model or human, with the same function)."""
-    from sparring.games.base import Action
-
     from dond_helpers import SCENARIO, new_game
+
+    from sparring.games.base import Action
 
     game, state = new_game(SCENARIO, prefill_proposals=True, untagged_as_message=True)  # 1 book, 1 hat, 3 balls
     first = game.to_act(state)[0]
