@@ -14,17 +14,20 @@ Role = typer.Option(None, "--role", help="Only seats of this role (debater, judg
 AgentOpt = typer.Option(None, "--agent", help="Only seats played by this agent.")
 Keep = typer.Option("all", "--keep", help="all | winners | correct | above_avg | nonzero | top_k")
 K = typer.Option(100, "--k", min=1, help="top_k: how many (episode, player) pairs.")
-Corrections = typer.Option(False, "--with-corrections", help="Keep rejected replies and the game's corrections.")
+AfterRejection = typer.Option("correction", "--after-rejection",
+                              help="What a prompt holds after a rejected reply: correction (the game's "
+                                   "correction the model saw; default) | clean (neither). Rejected replies "
+                                   "are never targets.")
 Aborted = typer.Option(False, "--include-aborted", help="Also export aborted episodes.")
 Fmt = typer.Option("jsonl", "--format", help="jsonl | parquet")
 
 
-def _filters(role, agent, keep, k, with_corrections, include_aborted, judge_target="verdict"):
+def _filters(role, agent, keep, k, after_rejection, include_aborted, judge_target="verdict"):
     from sparring.config_io import validate
     from sparring.train.export import ExportFilters
 
     return validate(ExportFilters, {"role": role, "agent": agent, "keep": keep, "k": k,
-                                    "with_corrections": with_corrections, "include_aborted": include_aborted,
+                                    "after_rejection": after_rejection, "include_aborted": include_aborted,
                                     "judge_target": judge_target}, prefix="export")
 
 
@@ -37,19 +40,19 @@ def _done(result) -> None:
 @app.command("sft")
 def sft(runs: list[Path] = typer.Argument(None, help="Run directories."), output: Path = Out,
         role: str | None = Role, agent: str | None = AgentOpt, keep: str = Keep, k: int = K,
-        with_corrections: bool = Corrections, include_aborted: bool = Aborted,
+        after_rejection: str = AfterRejection, include_aborted: bool = Aborted,
         judge_target: str = typer.Option("verdict", "--judge-target", help="verdict | correct (judge rows)"),
         human: str | None = typer.Option(None, "--human", help="a game's human-data source (dond, nyu, ...): export human games from FILE instead"),
         human_file: Path | None = typer.Option(None, "--human-file", help="data.txt (dond) or readable JSONL (nyu)"),
         split: str = typer.Option("all", "--split", help="Human data: train | val | test | all."),
         fmt: str = Fmt) -> None:
-    """SFT rows: each player's conversation as its model saw it, its replies as assistant turns."""
+    """SFT rows: what each player's model was shown, each accepted reply trained once."""
     from sparring.errors import SparringError
     from sparring.train.export import ExportResult, export, write_rows
     from sparring.train.export.card import dataset_card
     from sparring.train.export.human import human_sft_rows
 
-    f = _filters(role, agent, keep, k, with_corrections, include_aborted, judge_target)
+    f = _filters(role, agent, keep, k, after_rejection, include_aborted, judge_target)
     if human:
         if human_file is None or runs:
             raise SparringError("--human needs --human-file FILE (and no run directories)")
@@ -70,7 +73,7 @@ def sft(runs: list[Path] = typer.Argument(None, help="Run directories."), output
 @app.command("dpo")
 def dpo(runs: list[Path] = typer.Argument(..., help="Run directories."), output: Path = Out,
         role: str | None = Role, agent: str | None = AgentOpt, keep: str = Keep, k: int = K,
-        include_aborted: bool = Aborted,
+        after_rejection: str = AfterRejection, include_aborted: bool = Aborted,
         target: str = typer.Option("prob", "--target", help="Soft target: prob | log_prob | logit | binary"),
         gamma: float = typer.Option(1.0, "--gamma", help="Sharpness of the soft target."),
         min_gap: float = typer.Option(0.0, "--min-gap", help="Drop pairs whose values differ by less."),
@@ -82,7 +85,7 @@ def dpo(runs: list[Path] = typer.Argument(..., help="Run directories."), output:
         from sparring.errors import SparringError
 
         raise SparringError(f"--target must be prob, log_prob, logit or binary, got {target!r}")
-    f = _filters(role, agent, keep, k, False, include_aborted)
+    f = _filters(role, agent, keep, k, after_rejection, include_aborted)
     _done(export("dpo", runs, output, f, fmt=fmt, target=target, gamma=gamma, min_gap=min_gap))  # type: ignore[arg-type]
 
 
@@ -90,11 +93,11 @@ def dpo(runs: list[Path] = typer.Argument(..., help="Run directories."), output:
 def kto(runs: list[Path] = typer.Argument(..., help="Run directories."), output: Path = Out,
         role: str | None = Role, agent: str | None = AgentOpt,
         keep: str = typer.Option("winners", "--keep", help="What counts as desirable (winners, correct, ...)."),
-        k: int = K, include_aborted: bool = Aborted, fmt: str = Fmt) -> None:
+        k: int = K, after_rejection: str = AfterRejection, include_aborted: bool = Aborted, fmt: str = Fmt) -> None:
     """KTO rows: every reply, labelled desirable when its episode passes --keep."""
     from sparring.train.export import export
 
-    _done(export("kto", runs, output, _filters(role, agent, keep, k, False, include_aborted), fmt=fmt))  # type: ignore[arg-type]
+    _done(export("kto", runs, output, _filters(role, agent, keep, k, after_rejection, include_aborted), fmt=fmt))  # type: ignore[arg-type]
 
 
 def register(root: typer.Typer) -> None:

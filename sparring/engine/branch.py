@@ -7,7 +7,10 @@ continuation is played to the end, concurrently, through the same batched runner
 stored episode: its id derives from the tree (job) id and its path, and `record.tree` says where
 it sits. All leaves of a tree are stored together, so an interrupted run resumes tree by tree.
 Sibling alternatives were shown identical messages; the exporters turn them into DPO pairs with
-the mean outcome of each subtree as its value.
+the mean outcome of each subtree as its value. A simultaneous step (debaters speaking at once)
+branches too: the other players of the step move first, once, on the shared state (a game hides
+same-step moves from the step's players, so the brancher's view is unchanged), then the
+brancher's alternatives each get a fork.
 """
 
 from __future__ import annotations
@@ -58,8 +61,14 @@ class BranchDriver(EpisodeDriver):
             players = self.game.to_act(self.state)
             if not players:
                 raise EpisodeAbort("game is not over but nobody is to act")
-            if len(players) == 1 and self._branches_here(players[0]):
-                children = yield from self._alternatives(players[0])
+            brancher = next((p for p in players if self._branches_here(p)), None)
+            if brancher is not None:
+                others = [p for p in players if p != brancher]
+                if others:  # a simultaneous step: the others move once, shared by every alternative
+                    yield from gather([self._turn(p) for p in others])
+                    if self.game.is_over(self.state) or brancher not in self.game.to_act(self.state):
+                        continue
+                children = yield from self._alternatives(brancher)
                 results = yield from gather([child._play(started) for child in children])
                 return [leaf for leaves in results for leaf in leaves]
             if len(players) == 1:

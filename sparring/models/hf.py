@@ -239,6 +239,13 @@ class HFModel(Model):
             raise BackendError(f"model {self.name}: chat template failed: {exc}") from None
         return text + assistant_prefix
 
+    def prompt_ids(self, messages: Sequence[Message], assistant_prefix: str = "", max_new_tokens: int = 1) -> list[int]:
+        """The token ids `generate` feeds the model for this request (chat template, generation
+        prompt, assistant prefix, context policy). A trainer scores the sampled tokens after exactly
+        these, i.e. in the context they were sampled in (online GRPO). Same steps as `_generate`."""
+        ids = self._tokenize([self.prompt_text(messages, assistant_prefix)])[0]
+        return self._fit_prompt(0, ids, max_new_tokens)
+
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
         return self.tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
 

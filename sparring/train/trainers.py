@@ -123,7 +123,8 @@ def _finish(trainer: Any, model: Any, tokenizer: Any, out: Path, rows: int, drop
 
 def train_sft(source: str | Path | Rows, settings: TrainSettings, out: str | Path,
               model_and_tokenizer: tuple[Any, Any] | None = None, callbacks: list[Any] | None = None) -> TrainResult:
-    """Supervised fine-tuning on the assistant turns of conversational rows (`messages`)."""
+    """Supervised fine-tuning on the assistant turns of `messages` rows, or on the completions of
+    conversational `prompt`/`completion` rows."""
     from trl import SFTConfig, SFTTrainer
 
     from sparring.train.chat_templates import apply_generation_markers
@@ -132,11 +133,17 @@ def train_sft(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
     model, tokenizer = model_and_tokenizer or load_policy(settings)
     if settings.assistant_only_loss:
         apply_generation_markers(tokenizer)
-    rows, dropped = _fit(read_rows(source), tokenizer, settings.max_length, ("messages",))
+    rows = read_rows(source)
+    # `messages` rows train every assistant turn (assistant-only loss); prompt/completion rows (the
+    # exporter's format when earlier turns are context) train the completion only
+    columns = ("messages",) if not rows or "messages" in rows[0] else ("prompt", "completion")
+    rows, dropped = _fit(rows, tokenizer, settings.max_length, ("messages",) if columns == ("messages",)
+                         else ("completion",))
     if not rows:
         raise SparringError(f"no SFT rows fit max_length={settings.max_length} tokens ({dropped} too long)")
-    config = SFTConfig(**_common(settings, out), assistant_only_loss=settings.assistant_only_loss)
-    trainer = SFTTrainer(model=model, args=config, train_dataset=_dataset(rows, ("messages",)),
+    config = SFTConfig(**_common(settings, out), assistant_only_loss=settings.assistant_only_loss
+                       and columns == ("messages",))
+    trainer = SFTTrainer(model=model, args=config, train_dataset=_dataset(rows, columns),
                          processing_class=tokenizer, peft_config=lora_config(settings), callbacks=callbacks)
     return _finish(trainer, model, tokenizer, out, len(rows), dropped, settings)
 

@@ -77,3 +77,51 @@ def test_a_branch_target_must_be_an_agent(tmp_path):
 
     with pytest.raises(ConfigError, match="branch.target"):
         Arena.from_config({**CONFIG, "branch": {"target": "nobody"}}, models=models())
+
+
+def speaker(request) -> str:
+    return f"{request.context['player']} speaks in round {request.context['index']} (seed {request.sampling.seed % 7})"
+
+
+def test_simultaneous_debates_branch_too_and_siblings_saw_the_same_messages():
+    cfg = {**CONFIG, "game_args": {"format": "debate", "rounds": 2, "order": "simultaneous"}}
+    ms = {**models(), "m": ScriptedModel("m", mode="callable", function=speaker)}
+    with Arena.from_config(cfg, models=ms) as arena:
+        records = arena.play(arena.jobs(limit=1))
+    assert len(records) == 2 ** 2  # k ** depth leaves, as in a sequential debate
+    assert sorted(tuple(r.tree["path"]) for r in records) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    for d in (0, 1):
+        by_parent: dict = {}
+        for r in records:
+            k = next(n for n, c in enumerate(r.calls) if c.meta.get("branch") == d)
+            by_parent.setdefault(tuple(r.tree["path"][:d]), []).append((r, k))
+        for pairs in by_parent.values():
+            calls = [r.calls[k] for r, k in pairs]
+            assert all(c.messages == calls[0].messages for c in calls) and len({c.meta["alternative"] for c in calls}) == 2
+            # the other debater moved first in that simultaneous step; the brancher never sees it
+            r, k = pairs[0]
+            other = r.calls[k - 1]
+            assert other.player != calls[0].player
+            assert other.completions[0].text not in " ".join(m.content for m in calls[0].messages)
+    assert all(r["prompt"][-1]["role"] == "user" for r in dpo_rows(records, ExportFilters(agent="d")))
+
+
+def test_an_aborted_leaf_counts_with_the_abort_value_not_the_reward_it_carries():
+    from sparring.train.export.branches import leaf_value
+
+    with Arena.from_config(CONFIG, models=models()) as arena:
+        records = arena.play(arena.jobs(limit=1))
+    leaf = records[0]
+    player = next(c.player for c in leaf.calls if c.meta.get("branch") == 1)
+    aborted = leaf.model_copy(update={"status": "aborted", "outcome": leaf.outcome.model_copy(
+        update={"status": "aborted", "rewards": {player: 0.97}})})
+    assert leaf_value(aborted, player) == 0.0 and leaf_value(aborted, player, abort_value=0.25) == 0.25
+    assert leaf_value(aborted, player, abort_value=None) is None
+    assert leaf_value(leaf, player) == leaf.outcome.rewards[player]
+    swapped = [aborted, *records[1:]]
+    rows = [r for r in dpo_rows(swapped, ExportFilters(agent="d"), target="binary", min_gap=-1.0)
+            if r["meta"]["source"] == "branch" and r["meta"]["branch_depth"] == 1 and r["meta"]["branch_parent"] == [0]]
+    # the subtree under path [0] holds the aborted leaf (path [0, 0]) and one complete sibling
+    sibling = next(r for r in records if r.tree["path"] == [0, 1])
+    v_sibling = sibling.outcome.rewards[player]
+    assert rows and abs(rows[0]["margin"]) == pytest.approx(abs(v_sibling - 0.0))

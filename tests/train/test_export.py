@@ -86,20 +86,107 @@ def test_kto_rows_label_replies_by_outcome(debate_records):
     assert all(r["completion"][0]["role"] == "assistant" for r in rows)
 
 
-def test_rejected_replies_and_corrections_stay_out_unless_asked():
-    config = {"game": "dond", "game_args": {"max_turns": 4},
-              "dataset": {"name": "dond_generated", "args": {"n": 2, "seed": 0}},
-              "agents": {"a": {"role": "negotiator", "model": "sloppy"}, "b": {"role": "negotiator", "model": "ok"}},
-              "tournament": {"type": "custom", "matchups": [["a", "b"]]}}
-    models = {"sloppy": ScriptedModel("sloppy", mode="cycle", texts=["no tag here", "[message] sorry, with a tag"]),
-              "ok": ScriptedModel("ok", text="[message] fine")}
-    with Arena.from_config(config, models=models) as arena:
-        records = arena.play(arena.jobs())
-    assert any(c.rejected for r in records for c in r.calls)
-    clean = sft_rows(records, ExportFilters(agent="a"))
-    assert clean and not any("no tag here" in m["content"] for r in clean for m in r["messages"])
-    raw = sft_rows(records, ExportFilters(agent="a", with_corrections=True))
-    assert any("no tag here" in m["content"] for r in raw for m in r["messages"])
+SLOPPY_DOND = {"game": "dond", "game_args": {"max_turns": 6},
+               "dataset": {"name": "dond_generated", "args": {"n": 2, "seed": 0}},
+               "agents": {"a": {"role": "negotiator", "model": "sloppy"}, "b": {"role": "negotiator", "model": "ok"}},
+               "tournament": {"type": "custom", "matchups": [["a", "b"]]}}
+
+
+@pytest.fixture(scope="module")
+def sloppy_records():
+    """`a` proposes too early (rejected), then repeats the very same text later, when it is
+    accepted: a rejected reply and an accepted one with identical text."""
+    proposal = "[propose] (1 books, 0 hats, 0 balls)"
+    models = {"sloppy": ScriptedModel("sloppy", mode="cycle", texts=[proposal, "no tag here", "[message] hi", proposal]),
+              "ok": ScriptedModel("ok", mode="cycle", texts=["[message] fine", "[propose] (0 books, 1 hats, 1 balls)"])}
+    with Arena.from_config(SLOPPY_DOND, models=models) as arena:
+        return arena.play(arena.jobs())
+
+
+def accepted_before(rec, player, index):
+    return sum(1 for c in rec.calls[:index] if c.player == player and c.op == "generate" and not c.rejected)
+
+
+def test_rejected_replies_are_found_by_position_not_by_text(sloppy_records):
+    records = sloppy_records
+    proposal = "[propose] (1 books, 0 hats, 0 balls)"
+    a_calls = [c for r in records for c in r.calls if r.seats[c.player].agent == "a"]
+    assert any(c.rejected and c.completions[0].text == proposal for c in a_calls)
+    assert any(not c.rejected and c.completions[0].text == proposal for c in a_calls)
+    rows = sft_rows(records, ExportFilters(agent="a", include_aborted=True))
+    assert rows and all("prompt" in r and "completion" in r for r in rows)  # DoND: earlier turns are context
+    by_id = {r.id: r for r in records}
+    for row in rows:
+        rec, (i,) = by_id[row["meta"]["episode_id"]], row["meta"]["calls"]
+        roles = [m["role"] for m in row["prompt"]]
+        assert all(x != y for x, y in zip(roles[1:], roles[2:], strict=False))  # never two user messages in a row
+        # each accepted reply of this player before the call shown exactly once, no rejected one
+        assert roles.count("assistant") == accepted_before(rec, row["meta"]["seat"], i)
+    # every accepted reply is trained exactly once, the repeated proposal included
+    accepted = {(r.id, i) for r in records for i, c in enumerate(r.calls)
+                if r.seats[c.player].agent == "a" and c.op == "generate" and not c.rejected}
+    assert sorted((r["meta"]["episode_id"], r["meta"]["calls"][0]) for r in rows) == sorted(accepted)
+    assert any(r["completion"][0]["content"] == proposal for r in rows)
+
+
+def test_after_a_rejected_reply_the_prompt_holds_the_correction_or_nothing(sloppy_records):
+    by_id = {r.id: r for r in sloppy_records}
+    retries = 0
+    for rule in ("correction", "clean"):
+        for _kind, rows in (("sft", sft_rows(sloppy_records, ExportFilters(agent="a", after_rejection=rule, include_aborted=True))),
+                           ("kto", kto_rows(sloppy_records, ExportFilters(agent="a", after_rejection=rule, include_aborted=True)))):
+            for row in rows:
+                rec, (i,) = by_id[row["meta"]["episode_id"]], row["meta"]["calls"]
+                own = [c for c in rec.calls[:i] if c.player == row["meta"]["seat"]]
+                if not (own and own[-1].rejected):
+                    continue
+                retries += 1
+                last = row["prompt"][-1]
+                assert last["role"] == "user" and own[-1].completions[0].text not in last["content"]
+                assert (own[-1].meta["correction"] in last["content"]) is (rule == "correction")
+                assert all(own[-1].meta["correction"] not in m["content"] for m in row["prompt"][:-1])
+    assert retries > 0
+
+
+def test_every_export_of_the_shipped_scripted_experiments_is_well_formed(tmp_path):
+    """Shipped `scripted-dond` and `scripted-debate`, run with their scripted models: every
+    chat alternates, each accepted reply is trained exactly once, no rejected reply is an
+    assistant turn (the rows' prompts show as many assistant turns as accepted replies before)."""
+    from typer.testing import CliRunner
+
+    from sparring.cli import app
+    from sparring.records.reader import iter_records
+    from sparring.train.export import rows_for
+
+    runner = CliRunner()
+    for name in ("scripted-dond", "scripted-debate"):
+        result = runner.invoke(app, ["run", name, "-o", str(tmp_path), "--run-name", name, "--quiet", "--no-report"])
+        assert result.exit_code == 0, result.output
+        records = list(iter_records(tmp_path / name))
+        rejected = sum(1 for r in records for c in r.calls if c.rejected)
+        by_id = {r.id: r for r in records}
+        for kind in ("sft", "kto"):
+            rows = rows_for(kind, [tmp_path / name], ExportFilters(keep="all"))
+            trained = []
+            for row in rows:
+                chat = row.get("messages") or row["prompt"] + row["completion"]
+                roles = [m["role"] for m in chat if m["role"] != "system"]
+                assert roles[0] == "user" and roles[-1] == "assistant"
+                assert all(x != y for x, y in zip(roles, roles[1:], strict=False))
+                calls = row["meta"].get("calls")
+                if calls is None:
+                    continue  # a judge verdict row
+                rec = by_id[row["meta"]["episode_id"]]
+                assert not any(rec.calls[i].rejected for i in calls)
+                trained += [(rec.id, i) for i in calls]
+                if "prompt" in row:
+                    assert [m["role"] for m in row["prompt"]].count("assistant") == \
+                        accepted_before(rec, row["meta"]["seat"], calls[0]) or name == "scripted-debate"
+            accepted = [(r.id, i) for r in records if r.status == "complete" for i, c in enumerate(r.calls)
+                        if c.op == "generate" and not c.rejected and not c.error]
+            assert sorted(trained) == sorted(accepted), (name, kind)
+        if name == "scripted-dond":
+            assert rejected > 0  # the haggler's untagged replies: rejections were exercised
 
 
 def test_exported_files_load_with_datasets(tmp_path, debate_records):
@@ -145,7 +232,7 @@ def test_human_dond_dialogues_become_rows_in_our_prompts():
         pytest.skip("shared reference data not present")
     rows = human_sft_rows("dond", data, limit=6)
     assert rows and all(r["meta"]["source"] == "human:dond" for r in rows)
-    assert all(r["messages"][0]["role"] == "system" and r["messages"][-1]["role"] == "assistant" for r in rows)
+    assert all(r["prompt"][0]["role"] == "system" and r["completion"][-1]["role"] == "assistant" for r in rows)
 
 
 def test_human_nyu_debates_give_debater_rows_and_judge_rows_with_the_human_probabilities(tmp_path):

@@ -44,6 +44,7 @@ from sparring.games.negotiation.protocol import (
     check_range,
     format_action,
     format_proposal,
+    has_tag,
     parse_action,
 )
 from sparring.games.negotiation.state import PLAYERS, DondState, Turn, merge_roles
@@ -64,7 +65,8 @@ class DondConfig(Strict):
     max_errors: int = Field(5, ge=1, description="invalid outputs in a row that abort the episode")
     action_format: Literal["text", "json"] = "text"
     # Small models often forget the `[message]` tag. When true, an untagged text reply is taken as
-    # a message (a proposal still needs `[propose]`); off by default, as in lm-selfplay.
+    # a message (a proposal still needs `[propose]`, and a tagged reply that does not parse is
+    # invalid, never a message); off by default, as in lm-selfplay.
     untagged_as_message: bool = False
     variant: int | Literal["random"] = Field(0, description="prompt variant index, or 'random' per episode")
     # Small models rarely write a proposal: with `prefill_proposals`, a reply that must be a proposal
@@ -242,7 +244,7 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
                 parsed = parse_action(raw, self.config.action_format)
             except ActionError as err:
                 if not (err.code == "format" and self.config.untagged_as_message
-                        and self.config.action_format == "text" and raw):
+                        and self.config.action_format == "text" and raw and not has_tag(raw)):
                     raise
                 parsed = ParsedAction("message", text=raw)
             if parsed.kind == "message" and self._must_propose(state, player):

@@ -5,7 +5,8 @@ JSON:  `{"type": "message", "text": "..."}`  and  `{"type": "propose", "books": 
 
 Parsing is tolerant where intent is unambiguous (case, whitespace, singular/plural, number words,
 `books: 2`, a trailing `[END]`, a code fence around JSON) and strict where guessing would change
-the deal (item order, three counts). Errors carry a code so the game can pick the correction.
+the deal (item order, three counts, anything written after a proposal's counts). Errors carry a
+code so the game can pick the correction.
 """
 
 from __future__ import annotations
@@ -127,8 +128,15 @@ def scan_counts(text: str) -> Triple:
     return tuple(_number(n) for n in nums)  # type: ignore[return-value]
 
 
+def has_tag(output: str) -> bool:
+    """Whether the output opens with an action tag (an untagged reply can be read as a message)."""
+    lead = _LEAD.match(output)
+    return _TAG.match(output, lead.end() if lead else 0) is not None
+
+
 def parse_text(output: str) -> ParsedAction:
-    """The `[message]` / `[propose]` action the output starts with; text after a further tag is ignored.
+    """The `[message]` / `[propose]` action the output starts with. A message ends where a further
+    tag or a speaker label starts; a proposal is its counts and nothing more (`_proposal_body`).
 
     The tag must open the reply (after whitespace, quotes, markdown marks or a speaker label such as
     "Player 1:"), as in lm-selfplay: a tag buried in prose ("Once you have written [message] ...")
@@ -141,19 +149,44 @@ def parse_text(output: str) -> ParsedAction:
     rest = output[m.end():]
     while (again := _TAG.match(rest.lstrip())) and again.group(1).lower() == m.group(1).lower():
         rest = rest.lstrip()[again.end():]  # a repeated opening tag ("[message] [message] hi")
+    kind = m.group(1).lower()
+    if kind not in ("message", "msg"):
+        return ParsedAction("proposal", counts=parse_counts(_proposal_body(rest)))
     nxt = _TAG.search(rest)
     body = rest[: nxt.start()] if nxt else rest
     end = _END.search(body)
     body = body[: end.start()] if end else body
-    kind = m.group(1).lower()
-    if kind in ("message", "msg"):
-        speaker = _SPEAKER.search(body)  # a model writing the other side of the dialogue too
-        body = body[: speaker.start()] if speaker else body
-        text = body.strip().strip('"').strip()
-        if not text:
-            raise ActionError("empty_message", "the message is empty")
-        return ParsedAction("message", text=text)
-    return ParsedAction("proposal", counts=parse_counts(body))
+    speaker = _SPEAKER.search(body)  # a model writing the other side of the dialogue too
+    body = body[: speaker.start()] if speaker else body
+    text = body.strip().strip('"').strip()
+    if not text:
+        raise ActionError("empty_message", "the message is empty")
+    return ParsedAction("message", text=text)
+
+
+_CLOSE = re.compile(r"[\s.!*_`]*")  # a full stop, "!", markdown marks
+
+
+def _proposal_body(rest: str) -> str:
+    """The counts of a proposal, which must be all there is: `(x books, y hats, z balls)` (or the
+    counts alone on one line, without brackets), then at most a full stop or `!` and `[END]`. A
+    remark, a second line or a further action after the counts makes the reply invalid: a
+    proposal binds, and prose after it ("...balls).\nDamn it, I meant...") can contradict it, so
+    it is not guessed at. Models and humans (the web app's play panel) go through this check."""
+    end = _END.search(rest)
+    whole = (rest[: end.start()] if end else rest).strip().lstrip("*_`:").strip()
+    paren = _PAREN.match(whole)
+    if paren:
+        body, tail = paren.group(0), whole[paren.end():]
+    else:  # the counts alone on the first line (an unclosed "(", e.g. a prefill the model left open)
+        body, _, tail = whole.partition("\n")
+        body = body.removeprefix("(")
+        if "(" in body:  # a bracketed remark after unbracketed counts
+            body, tail = body[: body.index("(")], body[body.index("("):] + "\n" + tail
+    if not _CLOSE.fullmatch(tail):
+        raise ActionError("format", "a proposal is only [propose] (x books, y hats, z balls) with nothing "
+                                    f"after it; found {tail.strip()[:60]!r} after the counts")
+    return body
 
 
 def _json_object(output: str) -> dict:

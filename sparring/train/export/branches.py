@@ -1,6 +1,13 @@
 """DPO pairs from branched rollouts: sibling alternatives at a branch point were shown identical
 messages; each alternative's value is the mean outcome for the branching player over the leaves
-of its subtree (judge probability for its side, negotiation reward)."""
+of its subtree (judge probability for its side, negotiation reward).
+
+Leaf values: a completed leaf counts with the reward its outcome gives the branching player. An
+aborted leaf (too many invalid replies, a debate that ended without a verdict) counts with
+`abort_value`, by default 0.0, the game's abort reward (Deal or No Deal gives both players 0 on
+an abort; an aborted debate has no verdict, so no probability for either side), whatever its
+record carries; `abort_value=None` leaves aborted leaves out of the means. A failed leaf (an
+engine error, no outcome) never counts."""
 
 from __future__ import annotations
 
@@ -9,16 +16,25 @@ from collections.abc import Iterable
 from typing import Any
 
 from sparring.records.record import CallRecord, EpisodeRecord
-from sparring.train.export.conversation import meta, reply_text
+from sparring.train.export.conversation import apply_rule, meta, rejection_marks, reply_text
 from sparring.train.export.filters import ExportFilters
 from sparring.train.export.targets import pair_row
 
 
+def leaf_value(leaf: EpisodeRecord, player: str, abort_value: float | None = 0.0) -> float | None:
+    """The value of one leaf for `player` (None: left out of the subtree mean)."""
+    if leaf.status == "failed" or leaf.outcome is None:
+        return None if leaf.status == "failed" or abort_value is None else abort_value
+    if leaf.status == "aborted" or leaf.outcome.status == "aborted":
+        return abort_value
+    return float(leaf.outcome.rewards.get(player, 0.0))
+
+
 def branch_pairs(records: Iterable[EpisodeRecord], f: ExportFilters, *, target: Any = "prob", gamma: float = 1.0,
-                 min_gap: float = 0.0) -> list[dict[str, Any]]:
+                 min_gap: float = 0.0, abort_value: float | None = 0.0) -> list[dict[str, Any]]:
     trees: dict[str, list[EpisodeRecord]] = defaultdict(list)
     for rec in records:
-        if rec.tree and rec.outcome is not None and rec.status != "failed":
+        if rec.tree and rec.status != "failed":
             trees[rec.tree["id"]].append(rec)
     rows: list[dict[str, Any]] = []
     for leaves in trees.values():
@@ -30,7 +46,7 @@ def branch_pairs(records: Iterable[EpisodeRecord], f: ExportFilters, *, target: 
                 if len(path) > d:
                     by_parent[tuple(path[:d])][path[d]].append(leaf)
             for parent, children in by_parent.items():
-                rows.extend(_pairs_at(children, d, list(parent), f, target, gamma, min_gap, pair_row))
+                rows.extend(_pairs_at(children, d, list(parent), f, target, gamma, min_gap, abort_value))
     return rows
 
 
@@ -39,7 +55,7 @@ def _branch_call(leaf: EpisodeRecord, d: int) -> CallRecord | None:
 
 
 def _pairs_at(children: dict[int, list[EpisodeRecord]], d: int, parent: list[int], f: ExportFilters, target: Any,
-              gamma: float, min_gap: float, pair_row: Any) -> list[dict[str, Any]]:
+              gamma: float, min_gap: float, abort_value: float | None) -> list[dict[str, Any]]:
     if len(children) < 2:
         return []
     alts: dict[int, tuple[str, float, CallRecord, EpisodeRecord]] = {}
@@ -52,13 +68,16 @@ def _pairs_at(children: dict[int, list[EpisodeRecord]], d: int, parent: list[int
         seat = leaves[0].seats.get(player)
         if reply is None or seat is None or (f.role and seat.role != f.role) or (f.agent and seat.agent != f.agent):
             continue
-        value = sum(float(leaf.outcome.rewards.get(player, 0.0)) for leaf in leaves if leaf.outcome) / len(leaves)
-        alts[i] = (reply, value, call, leaves[0])
+        values = [v for v in (leaf_value(leaf, player, abort_value) for leaf in leaves) if v is not None]
+        if not values:
+            continue
+        alts[i] = (reply, sum(values) / len(values), call, leaves[0])
     if len(alts) < 2:
         return []
     best = max(alts, key=lambda i: (alts[i][1], -i))
     reply_c, v_c, call, leaf = alts[best]
-    prompt = [{"role": m.role, "content": m.content} for m in call.messages]
+    index = next(k for k, c in enumerate(leaf.calls) if c is call)
+    prompt = apply_rule(call.messages, rejection_marks(leaf, call.player).get(index, set()), f.after_rejection)
     rows = []
     for i, (reply_r, v_r, _, _) in sorted(alts.items()):
         if i == best or v_c - v_r < min_gap or reply_r == reply_c:

@@ -1,19 +1,34 @@
-"""A player's conversations, rebuilt from exactly what its model was shown (the record's calls).
+"""A player's turns, rebuilt from exactly what its model was shown (the record's calls).
 
-Each generate call holds the messages the player saw and what it replied. Consecutive calls whose
-messages extend the previous conversation (a debate shows each debater its whole history) merge
-into one multi-turn conversation; a call that does not extend it (DoND re-renders the history each
-turn) starts a new one. Another player's same-round speech can never appear: only the messages
-this player's model was actually shown are used, never the game's events.
+Each generate call holds the messages the player saw and what it replied. Rows are built from
+these, never from the game's events, so another player's same-round speech can never appear.
+
+Rejected replies are found by position, never by text (an accepted reply can repeat a rejected
+one word for word, e.g. a proposal refused as too early and made again later). When a call retries
+after rejected calls, its messages are the first attempt's messages followed by the rejected
+reply(ies) and the game's correction(s): those positions are marked. A later call whose messages
+extend an earlier call's (a debate keeps the whole history) inherits that call's marks.
+
+What a row's prompt holds after a rejected reply (`after_rejection`, the same rule in SFT, DPO and
+KTO rows):
+- `correction` (default): the correction the model saw stays: it is the truth of that game, the
+  accepted reply answered it. The rejected reply itself is removed (never an assistant turn) and
+  the correction joins the user message before it, so the chat still alternates.
+- `clean`: the rejected reply and its correction are both removed, as if the first attempt had
+  been the accepted reply.
+GRPO trains on the exact tokens shown instead (`train/grpo/sequence.py`): there the rejected reply
+and the correction are context (environment tokens) of the retry, never trained.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
+from sparring.errors import SparringError
 from sparring.records.record import CallRecord, EpisodeRecord
-from sparring.types import Message
+
+AfterRejection = Literal["correction", "clean"]
 
 # calls made for someone else's benefit (look-ahead, evaluation), never this player's own turns
 SIDE_PURPOSES = ("best_of_n", "best_of_n_opponent")
@@ -21,10 +36,13 @@ SIDE_TAGS = ("scratchpad", "bon_opponent")
 
 
 @dataclass
-class Conversation:
-    messages: list[dict[str, str]]
-    turns: int = 0  # assistant turns that are this player's (trained) replies
-    calls: list[CallRecord] = field(default_factory=list)
+class Turn:
+    """One accepted reply of the player with the prompt it answered (after the rejection rule)."""
+
+    index: int  # in `record.calls`
+    prompt: list[dict[str, str]]
+    reply: str
+    call: CallRecord
 
 
 def reply_text(call: CallRecord) -> str | None:
@@ -35,63 +53,79 @@ def reply_text(call: CallRecord) -> str | None:
     return f"{call.assistant_prefix}{comp.text}"
 
 
-def own_calls(rec: EpisodeRecord, player: str, with_corrections: bool) -> list[CallRecord]:
+def _is_own(c: CallRecord, player: str) -> bool:
+    return (c.player == player and c.op == "generate" and not c.error
+            and c.meta.get("purpose") not in SIDE_PURPOSES and c.tag not in SIDE_TAGS)
+
+
+def own_calls(rec: EpisodeRecord, player: str) -> list[CallRecord]:
+    """The player's accepted turns (rejected replies are never targets)."""
+    return [c for c in rec.calls if _is_own(c, player) and not c.rejected]
+
+
+def rejection_marks(rec: EpisodeRecord, player: str) -> dict[int, set[int]]:
+    """For each of the player's own calls (index in `rec.calls`): the positions in its messages
+    that hold a rejected reply (assistant) or a correction (user), found by position."""
+    own = [i for i, c in enumerate(rec.calls) if _is_own(c, player)]
+    marks: dict[int, set[int]] = {}
+    for n, i in enumerate(own):
+        msgs = rec.calls[i].messages
+        found: set[int] = set()
+        for j in reversed(own[:n]):  # the latest earlier call this one extends keeps its marks
+            prev = rec.calls[j].messages
+            if len(prev) <= len(msgs) and msgs[: len(prev)] == prev:
+                found |= marks[j]
+                break
+        first = n
+        while first > 0 and rec.calls[own[first - 1]].rejected:
+            first -= 1
+        if first < n:  # a retry: after the first attempt's messages come rejections and corrections
+            base = rec.calls[own[first]].messages
+            if len(base) < len(msgs) and msgs[: len(base)] == base:
+                found |= set(range(len(base), len(msgs)))
+        marks[i] = found
+    return marks
+
+
+def apply_rule(messages: list[Any], marked: set[int], rule: AfterRejection) -> list[dict[str, str]]:
+    """`messages` with the rejected replies removed and the corrections kept (`correction`) or
+    removed too (`clean`); consecutive messages of one role are joined so the chat alternates."""
+    out: list[dict[str, str]] = []
+    for k, m in enumerate(messages):
+        if k in marked and (m.role == "assistant" or rule == "clean"):
+            continue
+        if out and out[-1]["role"] == m.role and m.role != "system":
+            out[-1] = {"role": m.role, "content": f"{out[-1]['content']}\n\n{m.content}"}
+        else:
+            out.append({"role": m.role, "content": m.content})
+    return out
+
+
+def turns(rec: EpisodeRecord, player: str, rule: AfterRejection = "correction") -> list[Turn]:
+    """The player's accepted replies, in order, each with the prompt it answered."""
+    marks = rejection_marks(rec, player)
     out = []
-    for c in rec.calls:
-        if c.player != player or c.op != "generate" or c.error:
+    for i, c in enumerate(rec.calls):
+        if not _is_own(c, player) or c.rejected:
             continue
-        if c.meta.get("purpose") in SIDE_PURPOSES or c.tag in SIDE_TAGS:
-            continue
-        if c.rejected and not with_corrections:
-            continue
-        out.append(c)
-    return out
-
-
-def _without_rejections(messages: list[Message], rejected: list[tuple[str, str]]) -> list[Message]:
-    """Drop rejected replies (assistant) and the corrections that followed them (user)."""
-    if not rejected:
-        return list(messages)
-    bad_replies = {r for r, _ in rejected}
-    corrections = [c for _, c in rejected if c]
-    out: list[Message] = []
-    skip_next_correction = False
-    for m in messages:
-        if m.role == "assistant" and m.content.strip() in bad_replies:
-            skip_next_correction = True
-            continue
-        if skip_next_correction and m.role == "user" and any(c and c in m.content for c in corrections):
-            skip_next_correction = False
-            continue
-        skip_next_correction = False
-        out.append(m)
-    return out
-
-
-def conversations(rec: EpisodeRecord, player: str, with_corrections: bool = False) -> list[Conversation]:
-    """The player's conversations in this episode, each ending with one of its own replies."""
-    rejected = [] if with_corrections else [
-        ((reply_text(c) or "").strip(), str(c.meta.get("correction") or "")) for c in rec.calls
-        if c.player == player and c.rejected and c.op == "generate"]
-    out: list[Conversation] = []
-    current: Conversation | None = None
-    for call in own_calls(rec, player, with_corrections):
-        reply = reply_text(call)
+        reply = reply_text(c)
         if reply is None:
             continue
-        shown = [{"role": m.role, "content": m.content}
-                 for m in _without_rejections(call.messages, rejected)]
-        if current is not None and shown[: len(current.messages)] == current.messages:
-            current.messages = shown + [{"role": "assistant", "content": reply}]
-            current.turns += 1
-            current.calls.append(call)
-            continue
-        if current is not None:
-            out.append(current)
-        current = Conversation(messages=shown + [{"role": "assistant", "content": reply}], turns=1, calls=[call])
-    if current is not None:
-        out.append(current)
+        out.append(Turn(index=i, prompt=apply_rule(c.messages, marks[i], rule), reply=reply, call=c))
     return out
+
+
+def check_chat(messages: list[dict[str, str]], where: str, *, ends_with: str) -> None:
+    """Every exported chat: an optional system message, then user/assistant strictly alternating,
+    starting with user and ending with `ends_with`."""
+    roles = [m["role"] for m in messages]
+    body = roles[1:] if roles[:1] == ["system"] else roles
+    ok = (bool(body) and body[0] == "user" and body[-1] == ends_with
+          and all(r == ("user" if k % 2 == 0 else "assistant") for k, r in enumerate(body)))
+    if not ok:
+        raise SparringError(f"{where}: an exported chat must be an optional system message, then user and "
+                            f"assistant turns strictly alternating from user and ending with {ends_with}; "
+                            f"got roles {roles}")
 
 
 def meta(rec: EpisodeRecord, player: str, **extra: Any) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from sparring.records.record import EpisodeRecord
+from sparring.train.export.conversation import AfterRejection
 from sparring.types import Strict
 
 Keep = Literal["all", "winners", "correct", "above_avg", "nonzero", "top_k"]
@@ -24,7 +25,10 @@ class ExportFilters(Strict):
     agent: str | None = Field(None, description="only seats played by this agent")
     keep: Keep = "all"
     k: int = Field(100, ge=1, description="top_k: how many (episode, player) pairs to keep")
-    with_corrections: bool = Field(False, description="keep rejected replies and the game's corrections")
+    after_rejection: AfterRejection = Field(
+        "correction", description="what a prompt holds after a rejected reply: the game's correction the model "
+                                  "saw (`correction`, the rejected reply removed) or neither (`clean`); a "
+                                  "rejected reply is never a target")
     include_aborted: bool = Field(False, description="also export aborted episodes")
     judge_target: Literal["verdict", "correct"] = Field(
         "verdict", description="judge rows: the judge's own verdict, or the correct answer as the target")

@@ -1,5 +1,6 @@
 """KTO rows: `{"prompt", "completion", "label", "meta"}` — every reply of the selected seats, labelled
-desirable when its episode passes the `keep` filter (e.g. winners) and undesirable otherwise."""
+desirable when its episode passes the `keep` filter (e.g. winners) and undesirable otherwise. The
+prompt follows `after_rejection`; a rejected reply is never a completion."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from sparring.records.record import EpisodeRecord
-from sparring.train.export.conversation import meta, own_calls, reply_text
+from sparring.train.export.conversation import check_chat, meta, turns
 from sparring.train.export.filters import ExportFilters, select
 
 
@@ -19,11 +20,9 @@ def kto_rows(records: Iterable[EpisodeRecord], filters: ExportFilters | None = N
     rows = []
     for rec, player in everyone:
         label = (rec.id, player) in good
-        for call in own_calls(rec, player, with_corrections=False):
-            reply = reply_text(call)
-            if reply is None:
-                continue
-            rows.append({"prompt": [{"role": m.role, "content": m.content} for m in call.messages],
-                         "completion": [{"role": "assistant", "content": reply}], "label": label,
-                         "meta": meta(rec, player, turn=call.turn)})
+        for t in turns(rec, player, f.after_rejection):
+            completion = [{"role": "assistant", "content": t.reply}]
+            check_chat(t.prompt + completion, f"KTO row of episode {rec.id}", ends_with="assistant")
+            rows.append({"prompt": t.prompt, "completion": completion, "label": label,
+                         "meta": meta(rec, player, turn=t.call.turn, calls=[t.index])})
     return rows

@@ -15,7 +15,7 @@ from typing import Any
 
 from sparring.records.record import CallRecord, EpisodeRecord
 from sparring.train.export.branches import branch_pairs
-from sparring.train.export.conversation import meta, own_calls
+from sparring.train.export.conversation import check_chat, meta, turns
 from sparring.train.export.filters import ExportFilters, select
 from sparring.train.export.targets import Target, pair_row, soft_target
 
@@ -37,18 +37,20 @@ def candidate_pairs(call: CallRecord, min_gap: float) -> list[tuple[str, str, fl
 
 
 def dpo_rows(records: Iterable[EpisodeRecord], filters: ExportFilters | None = None, *, target: Target = "prob",
-             gamma: float = 1.0, min_gap: float = 0.0) -> list[dict[str, Any]]:
-    """Preference rows from the best-of-N candidates and the branched rollouts in `records`."""
+             gamma: float = 1.0, min_gap: float = 0.0, abort_value: float | None = 0.0) -> list[dict[str, Any]]:
+    """Preference rows from the best-of-N candidates and the branched rollouts in `records`
+    (`abort_value`: what an aborted leaf is worth, `branches.leaf_value`)."""
     f = filters or ExportFilters()
     records = list(records)
     rows: list[dict[str, Any]] = []
     for rec, player in select(records, f):
-        for call in own_calls(rec, player, with_corrections=False):
-            for chosen, rejected, v_c, v_r in candidate_pairs(call, min_gap):
-                prompt = [{"role": m.role, "content": m.content} for m in call.messages]
-                rows.append(pair_row(prompt, chosen, rejected, v_c, v_r, target, gamma,
-                                     meta(rec, player, source="best_of_n", turn=call.turn)))
-    rows.extend(branch_pairs(records, f, target=target, gamma=gamma, min_gap=min_gap))
+        for t in turns(rec, player, f.after_rejection):
+            for chosen, rejected, v_c, v_r in candidate_pairs(t.call, min_gap):
+                rows.append(pair_row(t.prompt, chosen, rejected, v_c, v_r, target, gamma,
+                                     meta(rec, player, source="best_of_n", turn=t.call.turn)))
+    rows.extend(branch_pairs(records, f, target=target, gamma=gamma, min_gap=min_gap, abort_value=abort_value))
+    for n, row in enumerate(rows):
+        check_chat(row["prompt"] + row["chosen"], f"DPO row {n}", ends_with="assistant")
     return rows
 
 

@@ -37,6 +37,12 @@ class GRPOConfig(Strict):
     learning_rate: float = Field(1e-5, gt=0.0)
     beta: float = Field(0.0, ge=0.0, description="KL coefficient to the reference (0: none, as TRL's default)")
     format_penalty: float = Field(0.0, ge=0.0, description="reward minus this per rejected reply")
+    sequences_per_episode: int = Field(
+        4, ge=1, description="training sequences per episode: one per learner call (calls whose prompts extend "
+                             "the previous call's share one); an episode with more trains its first N and the "
+                             "rest are counted as dropped_calls in the log")
+    train_rejected: bool = Field(False, description="also train the learner's rejected replies (with the episode's "
+                                                    "advantage; with format_penalty this pushes them down)")
     lora: LoraSettings | None = Field(default_factory=LoraSettings)
     output_dir: str | None = None
     seed: int = 0

@@ -1,33 +1,55 @@
 """The GRPO rollout function: each prompt (an instance and the learner's seat) becomes a group of
 whole episodes played through the engine's batched runner, the learner generating with the
 trainer's current weights, every other seat played by its fixed model (a scripted partner, a
-teacher, a judge). Returns TRL's rollout dict: one sequence per episode with the learner's tokens
-as the trained completion (`env_mask` 0 on partners' and the game's tokens) and the episode's
-outcome for the learner as `episode_reward` (read by `episode_reward` below)."""
+teacher, a judge).
+
+TRL's `rollout_func` returns one sequence per prompt slot, and TRL forms groups of
+`num_generations` consecutive slots. An episode has several learner calls, each of which must be
+trained in the context it was sampled in (`sequence.py`), so the trainer gives every episode a
+fixed number of slots, `sequences_per_episode` (S): TRL's `num_generations` is G * S for G
+episodes per group. An episode's sequences fill its slots in call order; unused slots hold a
+one-token placeholder with `env_mask` 0 (no loss); every slot of an episode carries that
+episode's reward, so the group's mean reward is exactly the mean over its G episodes (the GRPO
+baseline). An episode with more than S sequences trains its first S and the rest are counted
+(`dropped_calls`) in the per-step log."""
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 from sparring.engine.play import Arena
+from sparring.errors import SparringError
 from sparring.train import distributed
-from sparring.train.grpo.sequence import learner_sequence
+from sparring.train.export.conversation import reply_text
+from sparring.train.grpo.sequence import Sequence, check_sampled, learner_sequences, sampled_ids
 
 LEARNER = "learner"  # the model alias the learner agent's config names
 
 
 class EpisodeRollout:
     """`rollout_func(prompts, trainer)` for `GRPOTrainer`. `arena` plays the games; its learner
-    agent's model is the alias `learner`, replaced by the trainer's model at every call."""
+    agent's model is the alias `learner`, replaced by the trainer's model at every call.
+    `on_step(stats)` receives each call's statistics (groups, zero-advantage share, tokens)."""
 
     def __init__(self, arena: Arena, learner_agent: str, tokenizer: Any, num_generations: int,
-                 format_penalty: float = 0.0, seed: int = 0):
+                 format_penalty: float = 0.0, seed: int = 0, sequences_per_episode: int = 1,
+                 train_rejected: bool = False, on_step: Callable[[dict[str, Any]], None] | None = None):
         self.arena, self.learner_agent, self.tokenizer = arena, learner_agent, tokenizer
         self.num_generations, self.format_penalty, self.seed = num_generations, format_penalty, seed
+        self.sequences_per_episode, self.train_rejected, self.on_step = sequences_per_episode, train_rejected, on_step
         self.calls = 0
         self.last_records: list[Any] = []
+        self._last_jobs: list[Any] = []
+        self.last_sequences: list[list[Sequence]] = []
+        self.history: list[dict[str, Any]] = []
+
+    @property
+    def slots(self) -> int:
+        """TRL's `num_generations`: slots per group (episodes x sequences per episode)."""
+        return self.num_generations * self.sequences_per_episode
 
     def _learner_model(self, trainer: Any) -> Any:
         from sparring.models.hf import HFModel
@@ -36,30 +58,27 @@ class EpisodeRollout:
         served = vllm_learner(trainer, self.tokenizer, LEARNER)  # TRL's vLLM (use_vllm), weights synced
         if served is not None:
             return served
-        model = trainer.accelerator.unwrap_model(trainer.model) if trainer is not None else None
+        model = trainer.accelerator.unwrap_model(trainer.model)
         peft = getattr(model, "peft_config", None)
         default = "default" if isinstance(peft, dict) and "default" in peft else None
         return HFModel.from_objects(model, self.tokenizer, name=LEARNER, prefix_cache_mb=0,
                                     **({"default_adapter": default} if default else {}))
 
-    def jobs(self, prompts: list[Any], before: list[Any] | None = None) -> list[Any]:
-        """One job per prompt entry. A prompt names its instance and the learner's seat (see
-        `prompt_rows`); copies of one prompt (a GRPO group) get different seeds. `before`: the
-        prompts of this step on the processes before this one (a group split over processes
-        continues their numbering, so every episode is played once, as by one process)."""
+    def jobs(self, prompts: list[Any], first: int = 0) -> list[Any]:
+        """`num_generations` jobs (a group) per prompt, each with its own seed. A prompt names its
+        instance and the learner's seat (see `prompt_rows`). `first`: the number of this step's
+        groups on the processes before this one under `accelerate launch` (each process plays
+        whole groups; numbering continues theirs, so every episode is the one a single process
+        would play)."""
         from sparring.engine.schedule import derive_seed
 
         out: list[Any] = []
-        seen: dict[tuple[str, int], int] = {}
-        for key in map(parse_prompt, before or []):
-            seen[key] = seen.get(key, -1) + 1
-        for prompt in prompts:
+        for n, prompt in enumerate(prompts, start=first):
             instance_id, seat = parse_prompt(prompt)
-            key = (instance_id, seat)
-            copy = seen[key] = seen.get(key, -1) + 1
-            seed = derive_seed(self.seed, "grpo", self.calls, instance_id, seat, copy)
-            out.append(self.arena.job(instance_id, self._seating(seat), seed=seed,
-                                      repeat=self.calls * 10_000 + copy))
+            for copy in range(self.num_generations):
+                seed = derive_seed(self.seed, "grpo", self.calls, n, instance_id, seat, copy)
+                out.append(self.arena.job(instance_id, self._seating(seat), seed=seed,
+                                          repeat=self.calls * 10_000 + n * self.num_generations + copy))
         return out
 
     def _seating(self, seat: int) -> tuple[str, ...]:
@@ -68,42 +87,105 @@ class EpisodeRollout:
         agents[seat] = self.learner_agent
         return tuple(agents)
 
-    def __call__(self, prompts: list[dict[str, Any]], trainer: Any = None) -> dict[str, Any]:
-        self.arena.pool.add(LEARNER, self._learner_model(trainer))
-        jobs = self.jobs(prompts, before=distributed.preceding(prompts))
-        records = self.arena.play(jobs)
-        self.calls += 1
-        self.last_records = records
+    def __call__(self, prompts: list[Any], trainer: Any = None) -> dict[str, Any]:
+        learner = self._learner_model(trainer)
+        self.arena.pool.add(LEARNER, learner)
+        if len(prompts) % self.slots:
+            raise SparringError(f"GRPO rollout: {len(prompts)} prompts is not a multiple of "
+                                f"{self.slots} slots per group")
+        prompt_ids = getattr(learner, "prompt_ids", None)
+        if prompt_ids is None:
+            raise SparringError("GRPO trains exactly the learner's sampled tokens in the context it saw, which needs "
+                                f"the prompt's token ids: the {type(learner).__name__} learner (vLLM server mode) "
+                                "cannot give them yet; use vllm.mode: colocate or no vllm")
+        groups = prompts[:: self.slots]
+        records, sequences = self.play(groups, prompt_ids, first=len(distributed.preceding(groups)))
         out: dict[str, list[Any]] = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": [],
                                      "episode_reward": [], "episode_id": []}
-        players = self.arena.exp.seat_players
-        for job, rec in zip(jobs, records, strict=True):
-            player = players[self._seat_of(job)]
-            seq = learner_sequence(rec, player, self.tokenizer) if rec.status != "failed" else None
-            if seq is None or not seq.completion_ids:
-                ids = self.tokenizer(self.tokenizer.eos_token, add_special_tokens=False)["input_ids"]
-                seq_prompt, seq_completion, mask = ids, ids, [0] * len(ids)
-            else:
-                seq_prompt, seq_completion, mask = seq.prompt_ids, seq.completion_ids, seq.env_mask
-            out["prompt_ids"].append(seq_prompt)
-            out["completion_ids"].append(seq_completion)
-            out["env_mask"].append(mask)
-            out["logprobs"].append([math.nan] * len(seq_completion))  # not sampled by vLLM: no correction
-            out["episode_reward"].append(self.reward(rec, player))
-            out["episode_id"].append(rec.id)
+        pad = self.tokenizer(self.tokenizer.eos_token, add_special_tokens=False)["input_ids"][:1]
+        dropped = 0
+        for rec, seqs, job in zip(records, sequences, self._last_jobs, strict=True):
+            reward = self.reward(rec, self.player_of(job))
+            dropped += sum(len(s.calls) for s in seqs[self.sequences_per_episode:])
+            for slot in range(self.sequences_per_episode):
+                row: tuple[list[int], list[int], list[int], list[float]]
+                if slot < len(seqs):
+                    s = seqs[slot]
+                    row = (s.prompt_ids, s.completion_ids, s.env_mask, s.logprobs)
+                else:  # a placeholder slot: no loss, the episode's reward keeps the group mean exact
+                    row = (list(pad), list(pad), [0], [math.nan])
+                out["prompt_ids"].append(list(row[0]))
+                out["completion_ids"].append(list(row[1]))
+                out["env_mask"].append(list(row[2]))
+                out["logprobs"].append(list(row[3]))
+                out["episode_reward"].append(reward)
+                out["episode_id"].append(rec.id)
+        self._report(records, sequences, dropped)
         return out
 
-    def _seat_of(self, job: Any) -> int:
-        return [job.seats[p] for p in self.arena.exp.seat_players].index(self.learner_agent)
+    def play(self, prompts: list[Any], prompt_ids: Callable[..., list[int]],
+             first: int = 0) -> tuple[list[Any], list[list[Sequence]]]:
+        """Play a group per prompt; return the records and each one's learner sequences (the
+        invariant `check_sampled` holds for every one)."""
+        jobs = self.jobs(prompts, first)
+        records = self.arena.play(jobs)
+        self.calls += 1
+        self._last_jobs = jobs
+        self.last_records = records
 
-    def reward(self, record: Any, player: str) -> float:
+        def ids(call: Any) -> list[int]:
+            return prompt_ids(call.messages, call.assistant_prefix,
+                              call.sampling.max_new_tokens if call.sampling else 1)
+
+        sequences = []
+        for job, rec in zip(jobs, records, strict=True):
+            seqs = [] if rec.status == "failed" else learner_sequences(
+                rec, self.player_of(job), ids, model=LEARNER, train_rejected=self.train_rejected)
+            check_sampled(rec, seqs)
+            sequences.append(seqs)
+        self.last_sequences = sequences
+        return records, sequences
+
+    def player_of(self, job: Any) -> str:
+        players = self.arena.exp.seat_players
+        return players[[job.seats[p] for p in players].index(self.learner_agent)]
+
+    def reward(self, record: Any, player: str) -> float | None:
         """The outcome for the learner (negotiation reward under the objective, the judge's
-        probability for a debater's side, a game score), minus `format_penalty` per rejected reply."""
+        probability for a debater's side, a game score), minus `format_penalty` per rejected reply.
+        None for a failed episode (no outcome): TRL leaves it out of its group's baseline."""
         if record.status == "failed" or record.outcome is None:
-            return 0.0
+            return None
         base = float(record.outcome.rewards.get(player, 0.0))
         rejected = sum(1 for c in record.calls if c.player == player and c.rejected)
         return base - self.format_penalty * rejected
+
+    def _report(self, records: list[Any], sequences: list[list[Sequence]], dropped: int) -> None:
+        g = self.num_generations
+        groups = [[self.reward(r, self.player_of(j)) for r, j in zip(records[i:i + g], self._last_jobs[i:i + g],
+                                                                    strict=True)]
+                  for i in range(0, len(records), g)]
+        zero = sum(1 for grp in groups if len({round(x, 9) for x in grp if x is not None}) <= 1)
+        stats: dict[str, Any] = {
+            "rollout": self.calls, "episodes": len(records), "groups": len(groups), "zero_advantage_groups": zero,
+            "zero_advantage_fraction": zero / len(groups) if groups else 0.0,
+            "sequences": sum(min(len(s), self.sequences_per_episode) for s in sequences), "dropped_calls": dropped,
+            "trained_tokens": sum(len(q.trained_ids()) for s in sequences for q in s[: self.sequences_per_episode]),
+            "failed": sum(1 for r in records if r.status == "failed"),
+            "rewards": [[None if x is None else round(x, 4) for x in grp] for grp in groups]}
+        example = next(((r, s[0]) for r, s in zip(records, sequences, strict=True) if s), None)
+        if example is not None:
+            rec, seq = example
+            sampled = [t for i in seq.calls for t in sampled_ids(rec, i)]
+            stats["example"] = {
+                "episode_id": rec.id, "calls": seq.calls,
+                "trained_text": self.tokenizer.decode(seq.trained_ids()),
+                "sampled_text": self.tokenizer.decode(sampled),
+                "equal": seq.trained_ids() == sampled,
+                "game_text": [reply_text(rec.calls[i]) for i in seq.calls]}
+        self.history.append(stats)
+        if self.on_step is not None:
+            self.on_step(stats)
 
 
 def prompt_rows(instance_ids: list[str], seats: list[int]) -> list[dict[str, Any]]:
@@ -119,7 +201,7 @@ def parse_prompt(prompt: Any) -> tuple[str, int]:
     return str(data["instance_id"]), int(data["seat"])
 
 
-def episode_reward(prompts: Any = None, completions: Any = None, episode_reward: list[float] | None = None,
-                   **kwargs: Any) -> list[float]:
-    """GRPO reward function: the episode outcomes the rollout computed."""
+def episode_reward(prompts: Any = None, completions: Any = None, episode_reward: list[float | None] | None = None,
+                   **kwargs: Any) -> list[float | None]:
+    """GRPO reward function: the episode outcomes the rollout computed (None: a failed episode)."""
     return list(episode_reward or [])

@@ -3,10 +3,12 @@
 Each optimizer step takes `prompts_per_step` prompts (an instance + the learner's seat), plays
 `num_generations` episodes of each through the batched runner with the learner generating with
 its current weights, and computes group-relative advantages from the episode outcomes; only the
-learner's tokens carry loss. LoRA by default; CPU in fp32. The per-step reward curve goes to
-`OUT/rewards.jsonl` and `OUT/report.md`. Checkpoints go to `OUT/trainer` every `save_steps`; a
-rerun resumes from the last one, unless the config changed (`OUT/state.json`), which stops with
-the changed keys until `--restart`.
+learner's sampled tokens carry loss (`sequence.py`). LoRA by default; CPU in fp32. The per-step
+reward curve goes to `OUT/rewards.jsonl` and `OUT/report.md`; every rollout's statistics (groups,
+zero-advantage share, one sequence's trained vs sampled text) are printed and go to
+`OUT/rollouts.jsonl`. Checkpoints go to `OUT/trainer` every `save_steps`; a rerun resumes from the
+last one, unless the config changed (`OUT/state.json`), which stops with the changed keys until
+`--restart`.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from sparring.config_io import load_yaml_model
-from sparring.errors import SparringError
+from sparring.errors import ConfigError, SparringError
 from sparring.train import distributed
 from sparring.train.fingerprint import OutputState
 from sparring.train.grpo.config import GRPOConfig
@@ -45,6 +49,23 @@ def load_grpo(name_or_path: str) -> tuple[GRPOConfig, str]:
     return (config if config.name else config.model_copy(update={"name": path.stem})), str(path)
 
 
+def learner_temperature(arena: Any, config: GRPOConfig, file: str) -> float:
+    """The learner's sampling temperature; greedy sampling is refused: every episode of a group
+    would be the same game, so every advantage would be zero and nothing would train."""
+    agent = arena.agents.get(config.learner_agent)
+    if agent is None:
+        raise ConfigError(f"experiment.agents has no learner agent {config.learner_agent!r}",
+                          file=file, key="learner_agent")
+    temperature = float(agent.sampling.temperature)
+    if temperature == 0.0 and config.num_generations > 1:
+        raise ConfigError(f"the learner's sampling temperature is 0 (greedy; "
+                          f"also the default) with num_generations={config.num_generations}: the "
+                          f"{config.num_generations} episodes of a group would be identical and have zero "
+                          "advantage. Set a temperature > 0 (e.g. 1.0)",
+                          file=file, key=f"experiment.agents.{config.learner_agent}.sampling.temperature")
+    return temperature
+
+
 def output_dir(config: GRPOConfig) -> Path:
     return Path(config.output_dir or Path(os.environ.get("SPARRING_RUNS_DIR") or "runs") / config.name)
 
@@ -63,17 +84,8 @@ def check_config(config: GRPOConfig, file: str) -> None:
 
 
 def run_grpo(config: GRPOConfig, file: str = "<config>", restart: bool = False) -> Path:
-    import datasets
-    from transformers import TrainerCallback
-    from trl import GRPOConfig as TRLConfig
-    from trl import GRPOTrainer
-
     from sparring.engine.play import Arena
     from sparring.models.scripted import ScriptedModel
-    from sparring.train.chat_templates import apply_generation_markers
-    from sparring.train.checkpoints import TimeLimit, TrainingStopped, checkpoint_args, last_checkpoint
-    from sparring.train.config import TrainSettings
-    from sparring.train.policy import load_policy, lora_config, use_cuda
 
     out = output_dir(config)
     check_config(config, file)
@@ -82,25 +94,53 @@ def run_grpo(config: GRPOConfig, file: str = "<config>", restart: bool = False) 
         state.restart()
     state.check()
     state.start()
-    settings = TrainSettings(model=config.model, lora=config.lora)
-    model, tokenizer = load_policy(settings)
-    apply_generation_markers(tokenizer)
     # The arena resolves `learner` to a placeholder until the first rollout injects the live model.
     base_dir = Path(file).parent if Path(file).is_file() else Path.cwd()  # relative paths: beside the config
     arena = Arena.from_config({"name": config.name, **config.experiment}, models={LEARNER: ScriptedModel(LEARNER)},
                               base_dir=base_dir)
-    rollout = EpisodeRollout(arena, config.learner_agent, tokenizer, config.num_generations,
-                             config.format_penalty, config.seed)
+    try:
+        return _train(config, file, arena, out)
+    finally:
+        arena.close()
+
+
+def _train(config: GRPOConfig, file: str, arena: Any, out: Path) -> Path:
+    import datasets
+    from transformers import TrainerCallback
+    from trl import GRPOConfig as TRLConfig
+    from trl import GRPOTrainer
+
+    from sparring.train.checkpoints import TimeLimit, TrainingStopped, checkpoint_args, last_checkpoint
+    from sparring.train.config import TrainSettings
+    from sparring.train.policy import load_policy, lora_config, use_cuda
+
+    temperature = learner_temperature(arena, config, file)  # before any weights are loaded
     rows = prompt_rows(sorted(arena.instances), config.seats)
     if not rows:
         raise SparringError(f"{file}: the experiment's dataset has no instances")
-    per_step = config.prompts_per_step * config.num_generations
-    if per_step % distributed.world_size():  # a step's episodes are split over the processes
-        raise SparringError(f"{file}: prompts_per_step x num_generations = {per_step} episodes per step cannot be "
+    out.mkdir(parents=True, exist_ok=True)
+    settings = TrainSettings(model=config.model, lora=config.lora)
+    model, tokenizer = load_policy(settings)
+    console = Console(stderr=True, soft_wrap=True, quiet=not distributed.is_main())
+    steps_log = out / "rollouts.jsonl"
+
+    def on_step(stats: dict[str, Any]) -> None:
+        if not distributed.is_main():
+            return
+        with open(steps_log, "a", encoding="utf-8") as f:
+            f.write(json.dumps(stats, ensure_ascii=False) + "\n")
+        console.print(step_line(stats), markup=False)
+
+    rollout = EpisodeRollout(arena, config.learner_agent, tokenizer, config.num_generations,
+                             config.format_penalty, config.seed, sequences_per_episode=config.sequences_per_episode,
+                             train_rejected=config.train_rejected, on_step=on_step)
+    per_step = config.prompts_per_step * rollout.slots
+    if config.prompts_per_step % distributed.world_size():  # each process plays whole groups
+        raise SparringError(f"{file}: prompts_per_step = {config.prompts_per_step} groups per step cannot be "
                             f"split evenly over {distributed.world_size()} processes")
     cuda = use_cuda()
     args = TRLConfig(output_dir=str(out / "trainer"), per_device_train_batch_size=per_step // distributed.world_size(),
-                     num_generations=config.num_generations, max_steps=config.max_steps,
+                     num_generations=rollout.slots, max_steps=config.max_steps, temperature=temperature,
                      learning_rate=config.learning_rate, beta=config.beta, logging_steps=config.logging_steps,
                      **checkpoint_args(config.save_steps, config.save_total_limit), report_to=[], seed=config.seed,
                      bf16=cuda, use_cpu=not cuda, gradient_checkpointing=True, **trl_vllm_args(config.vllm))
@@ -109,9 +149,13 @@ def run_grpo(config: GRPOConfig, file: str = "<config>", restart: bool = False) 
     class RewardLog(TrainerCallback):
         def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
             if logs and "reward" in logs and state.is_world_process_zero:
+                last = rollout.history[-1] if rollout.history else {}
                 with open(curve, "a", encoding="utf-8") as f:
                     f.write(json.dumps({"step": state.global_step, "reward": logs["reward"],
-                                        "reward_std": logs.get("reward_std")}) + "\n")
+                                        "reward_std": logs.get("reward_std"),
+                                        "zero_advantage_fraction": last.get("zero_advantage_fraction"),
+                                        "trained_tokens": last.get("trained_tokens"),
+                                        "dropped_calls": last.get("dropped_calls")}) + "\n")
 
     trainer = GRPOTrainer(model=model, reward_funcs=[episode_reward], args=args,  # type: ignore[list-item]
                           train_dataset=datasets.Dataset.from_list(rows), processing_class=tokenizer,
@@ -122,7 +166,6 @@ def run_grpo(config: GRPOConfig, file: str = "<config>", restart: bool = False) 
         rollout.calls = int(Path(resume).name.rsplit("-", 1)[-1])  # new seeds, not step 1's again
     trainer.train(resume_from_checkpoint=resume)
     distributed.save_trained(trainer, tokenizer, out / "adapter")
-    arena.close()
     report = distributed.on_main(lambda: grpo_report(out, config), "the GRPO report")
     if limit.stopped:
         raise TrainingStopped(f"GRPO stopped by the time limit at step {trainer.state.global_step} of "
@@ -131,14 +174,35 @@ def run_grpo(config: GRPOConfig, file: str = "<config>", restart: bool = False) 
     return report
 
 
+def step_line(stats: dict[str, Any]) -> str:
+    """The per-rollout log line: groups with zero advantage, and one sequence's trained text
+    next to the learner's sampled text (they are equal by construction; the log shows it)."""
+    line = (f"GRPO rollout {stats['rollout']}: {stats['episodes']} episodes in {stats['groups']} group(s); "
+            f"zero-advantage groups {stats['zero_advantage_groups']}/{stats['groups']} "
+            f"(fraction {stats['zero_advantage_fraction']:.2f}); rewards {stats['rewards']}; "
+            f"{stats['sequences']} sequences, {stats['trained_tokens']} trained tokens, "
+            f"{stats['dropped_calls']} dropped calls")
+    ex = stats.get("example")
+    if ex:
+        line += (f"\n  sequence of episode {ex['episode_id']} (calls {ex['calls']}): env_mask=1 text == sampled "
+                 f"replies: {ex['equal']}\n    trained: {ex['trained_text']!r}\n    sampled: {ex['sampled_text']!r}"
+                 f"\n    the game recorded: {ex['game_text']!r}")
+    return line
+
+
 def grpo_report(out: Path, config: GRPOConfig) -> Path:
     points = [json.loads(line) for line in (out / "rewards.jsonl").read_text().splitlines() if line.strip()] \
         if (out / "rewards.jsonl").is_file() else []
     lines = [f"# Online GRPO: {config.name}", "",
              f"{config.max_steps} steps, {config.prompts_per_step} prompt(s) x {config.num_generations} episodes "
              f"per step; game `{config.experiment.get('game')}`; adapter in `{out / 'adapter'}`.", "",
-             "| step | mean episode reward | std |", "|---|---|---|",
-             *[f"| {p['step']} | {p['reward']:.3f} | {p.get('reward_std') or 0:.3f} |" for p in points], ""]
+             "| step | mean episode reward | std | zero-advantage groups |", "|---|---|---|---|",
+             *[f"| {p['step']} | {p['reward']:.3f} | {p.get('reward_std') or 0:.3f} | "
+               f"{_fraction(p.get('zero_advantage_fraction'))} |" for p in points], ""]
     path = out / "report.md"
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
+
+
+def _fraction(x: Any) -> str:
+    return "" if x is None else f"{x:.2f}"

@@ -79,12 +79,16 @@ class ColocatedVLLM(Model):
         super().__init__(name=name)
         self.llm, self.tokenizer = llm, tokenizer
 
+    def prompt_ids(self, messages: Any, assistant_prefix: str = "", max_new_tokens: int = 1) -> list[int]:
+        """The token ids vLLM is fed for this request (GRPO trains the sampled tokens after them)."""
+        text = self.tokenizer.apply_chat_template([m.model_dump() for m in messages], tokenize=False,
+                                                  add_generation_prompt=True) + assistant_prefix
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
     def _generate(self, requests: list[GenerateRequest]) -> list[Completion]:
         from vllm import SamplingParams  # only installed on GPU machines
 
-        prompts = [{"prompt_token_ids": self.tokenizer(self.tokenizer.apply_chat_template(
-            [m.model_dump() for m in r.messages], tokenize=False, add_generation_prompt=True) + r.assistant_prefix,
-            add_special_tokens=False)["input_ids"]} for r in requests]
+        prompts = [{"prompt_token_ids": self.prompt_ids(r.messages, r.assistant_prefix)} for r in requests]
         params = [SamplingParams(n=1, temperature=r.sampling.temperature, top_p=r.sampling.top_p,
                                  max_tokens=r.sampling.max_new_tokens, stop=r.sampling.stop or None,
                                  seed=r.sampling.seed, logprobs=0) for r in requests]

@@ -21,13 +21,13 @@ from sparring.games.negotiation.protocol import (
     ("[PROPOSE]   ( 1 book ,2 hats,  0 balls )", (1, 2, 0)),            # case, whitespace, singular
     ("[propose]: (one book, two hats, no balls)", (1, 2, 0)),           # number words
     ("[Proposal] (1 book, 1 hat, 1 ball) [END]", (1, 1, 1)),            # lm-selfplay end marker
-    ("**[propose]** (0 books, 2 hats, 3 balls)\\nThat is fair.", (0, 2, 3)),
+    ("**[propose]** (0 books, 2 hats, 3 balls).", (0, 2, 3)),               # a closing full stop
+    ("[propose] (0 books, 2 hats, 3 balls", (0, 2, 3)),                  # a prefilled "(" left open
     ("Player 1: [propose] (0 books, 2 hats, 3 balls)", (0, 2, 3)),
     ("[propose] 1 book 0 hats 2 basketballs", (1, 0, 2)),               # no parentheses
     ("[propose] (books: 1, hats: 0, balls: 2)", (1, 0, 2)),             # name: count
     ("[propose] (1, 0, 2)", (1, 0, 2)),                                 # bare numbers in the documented order
     ("[propose] (1x book, 0x hat, 2x ball)", (1, 0, 2)),
-    ("  [ propose ] (4 books, 1 hats, 1 balls) [message] hi", (4, 1, 1)),  # only the first action counts
 ])
 def test_text_proposals_parse(text, counts):
     assert parse_action(text.replace("\\n", "\n")) == ParsedAction("proposal", counts=counts)
@@ -141,13 +141,10 @@ def test_mentions_in_free_text():
     assert mentions("no thanks") == []
 
 
-def test_unambiguous_proposals_with_a_bracketed_remark_and_repeated_tags_are_read():
-    """Two quirks that cost the bundled model valid actions: a remark in brackets after the counts
-    was read as the counts, and a repeated opening tag left an empty message."""
+def test_repeated_tags_are_read():
+    """A repeated opening tag left an empty message (it cost the bundled model valid actions)."""
     from sparring.games.negotiation.protocol import parse_text
 
-    assert parse_text("[propose] 1 books, 1 hats, 1 balls (final offer)").counts == (1, 1, 1)
-    assert parse_text("[propose] (2, 1, 0) (my last offer)").counts == (2, 1, 0)
     assert parse_text("[message] [message] I want the hats").text == "I want the hats"
     assert parse_text("[message][MESSAGE] ok").text == "ok"
 
@@ -214,3 +211,36 @@ def test_revealed_proposals_show_the_first_proposal_and_what_it_leaves():
         assert ("first proposal is shown" in system) is reveal
         shown = [m.content for r in records for c in r.calls for m in c.messages]
         assert any("The whole pool is [propose] (" in t for t in shown) is reveal  # remind_pool
+
+
+@pytest.mark.parametrize("text", [
+    "[propose] (1 book, 2 hats, 1 balls).\nDamn it, I meant two books.",  # made a deal before
+    "**[propose]** (0 books, 2 hats, 3 balls)\nThat is fair.",
+    "[propose] 1 books, 1 hats, 1 balls (final offer)",
+    "[propose] (2, 1, 0) (my last offer)",
+    "  [ propose ] (4 books, 1 hats, 1 balls) [message] hi",
+])
+def test_a_proposal_is_its_counts_and_nothing_after_them(text):
+    """A proposal binds: text after its counts (a remark, a second line, another action) may
+    contradict it, so the reply is invalid and the player gets a correction."""
+    with pytest.raises(ActionError) as err:
+        parse_action(text)
+    assert err.value.code == "format" and "nothing after it" in err.value.detail
+
+
+def test_trailing_text_after_a_prefilled_proposal_is_rejected_in_the_game():
+    """The reply that made a deal in a shipped run is refused the same way for any player (the
+    game parses every player's reply, model or human, with the same function)."""
+    from dond_helpers import SCENARIO, new_game
+    from sparring.games.base import Action
+
+    game, state = new_game(SCENARIO, prefill_proposals=True, untagged_as_message=True)  # 1 book, 1 hat, 3 balls
+    first = game.to_act(state)[0]
+    assert game.act(state, first, Action(text="[message] hi")).accepted
+    second = game.to_act(state)[0]
+    assert game.act(state, second, Action(text="[propose] (0 books, 1 hats, 2 balls)")).accepted
+    assert game.action_spec(state, first).assistant_prefix == "[propose] ("
+    fb = game.act(state, first, Action(text="1 book, 0 hats, 1 balls).\nDamn it, I meant the hats."))
+    assert not fb.accepted and "nothing after it" in (fb.correction or "") and not game.is_over(state)
+    assert game.act(state, first, Action(text="1 book, 0 hats, 1 balls)")).accepted
+    assert game.outcome(state).metrics["deal"]

@@ -70,12 +70,12 @@ def test_sft_export_of_gold_episodes_gives_one_row_per_command(records):
     gold = _by_agent(records, "gold")
     rows = sft_rows(records, ExportFilters(agent="gold"))
     assert len(rows) == sum(len(r.state["gold_path"]) for r in gold)
-    for row in rows:
-        msgs = row["messages"]
-        assert msgs[0]["role"] == "system" and msgs[-1]["role"] == "assistant"
+    for row in rows:  # earlier commands are shown re-rendered: context (prompt), one trained completion
+        assert row["prompt"][0]["role"] == "system" and row["prompt"][-1]["role"] == "user"
+        assert [m["role"] for m in row["completion"]] == ["assistant"]
         assert row["meta"]["agent"] == "gold" and row["meta"]["reward"] == 1.0
         assert row["meta"]["split"] == "train"
-    assert {row["messages"][-1]["content"] for row in rows} >= {"prepare meal", "eat meal"}
+    assert {row["completion"][0]["content"] for row in rows} >= {"prepare meal", "eat meal"}
 
 
 def test_records_store_and_report(arena, records, tmp_path):
