@@ -18,7 +18,7 @@ def test_a_run_logged_to_a_file_prints_progress_lines(make_config, runs_dir, mon
     console = Console(file=out, width=200)
     assert not console.is_terminal
     res = run_experiment(RunOptions(configuration=str(make_config()), output_dir=str(runs_dir), run_name="log",
-                                    max_live=4, report=False), console=console)
+                                    max_live=4), console=console)
     assert res.status == "complete"
     text = out.getvalue()
     progress = [line for line in text.splitlines() if line.startswith("toyexp: ")]
@@ -38,6 +38,6 @@ def test_progress_lines_are_throttled(make_config, runs_dir, monkeypatch):
     monkeypatch.setenv("SPARRING_PROGRESS_EVERY", "3600")
     out = io.StringIO()
     run_experiment(RunOptions(configuration=str(make_config()), output_dir=str(runs_dir), run_name="quiet",
-                              max_live=4, report=False), console=Console(file=out, width=200))
+                              max_live=4), console=Console(file=out, width=200))
     progress = [line for line in out.getvalue().splitlines() if line.startswith("toyexp: ")]
     assert len(progress) == 1  # only the final line

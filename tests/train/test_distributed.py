@@ -104,24 +104,25 @@ def test_helpers_without_a_launcher_run_in_this_process(monkeypatch):
         distributed.on_main(lambda: (_ for _ in ()).throw(ValueError("boom")), "x")
 
 
-def test_a_grpo_group_split_over_two_processes_plays_the_episodes_of_one_process():
-    """TRL hands each process its slice of a step's prompts: the copies of one prompt on process 1
-    continue process 0's numbering, so the four episodes are the four a single process plays."""
+def test_grpo_groups_split_over_two_processes_play_the_episodes_of_one_process():
+    """Each process plays whole groups (prompts_per_step divides by the processes); the groups on
+    process 1 continue process 0's numbering, so the episodes are those a single process plays."""
     from sparring.engine.play import Arena
+    from sparring.models.scripted import ScriptedModel
     from sparring.models.tiny import tiny_tokenizer
     from sparring.train.grpo.rollout import EpisodeRollout, prompt_rows
 
-    from .test_grpo import DOND, models
+    from .test_grpo import dond, partner
 
-    with Arena.from_config(DOND, models=models()) as arena:
-        rollout = EpisodeRollout(arena, "learner", tiny_tokenizer(), num_generations=4)
-        prompt = prompt_rows(sorted(arena.instances)[:1], [0])[0]["prompt"]
-        one = rollout.jobs([prompt] * 4)
-        split = rollout.jobs([prompt] * 2) + rollout.jobs([prompt] * 2, before=[prompt] * 2)
+    with Arena.from_config(dond(), models={"learner": ScriptedModel("learner"), "partner": partner()}) as arena:
+        rollout = EpisodeRollout(arena, "learner", tiny_tokenizer(), num_generations=2)
+        prompts = [r["prompt"] for r in prompt_rows(sorted(arena.instances)[:2], [0])]
+        one = rollout.jobs(prompts)
+        split = rollout.jobs(prompts[:1]) + rollout.jobs(prompts[1:], first=1)
         assert [(j.seed, j.repeat) for j in split] == [(j.seed, j.repeat) for j in one]
         assert len({j.seed for j in split}) == 4
-        unnumbered = rollout.jobs([prompt] * 2) * 2  # what each process did without `before`
-        assert len({j.seed for j in unnumbered}) == 2
+        unnumbered = rollout.jobs(prompts[:1]) + rollout.jobs(prompts[1:])  # without `first`
+        assert [j.repeat for j in unnumbered] != [j.repeat for j in one]
 
 
 # -- two processes --------------------------------------------------------------------------------

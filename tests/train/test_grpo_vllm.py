@@ -69,10 +69,15 @@ def test_without_vllm_the_trainers_own_model_generates(tmp_path):
     assert vllm_learner(SimpleNamespace(args=args), tiny_tokenizer(), "learner") is None
 
 
-def test_the_learner_plays_whole_games_on_the_trainers_vllm_server(tmp_path, vllm_server):
+def test_a_served_learner_is_refused_until_it_gives_its_prompt_token_ids(tmp_path, vllm_server):
+    """Server mode: the learner is the `openai` backend on the trainer's vLLM server. GRPO trains
+    exactly the sampled tokens in the context they were sampled in, which needs the prompt's
+    token ids; a served learner cannot give them yet, so the rollout stops with a clear message
+    before playing (never trains on re-tokenised text)."""
+    from sparring.errors import SparringError
     from sparring.models.openai_backend import OpenAIModel
 
-    from .test_grpo import DOND
+    from .test_grpo import dond
 
     tok = tiny_tokenizer()
     apply_generation_markers(tok)
@@ -81,15 +86,9 @@ def test_the_learner_plays_whole_games_on_the_trainers_vllm_server(tmp_path, vll
     assert isinstance(learner, OpenAIModel) and learner.args.model == "Qwen/policy"
     partner = ScriptedModel("partner", mode="cycle", texts=["[message] fine, take the books",
                                                            "[propose] (0 books, 2 hats, 1 balls)"])
-    with Arena.from_config(DOND, models={"learner": ScriptedModel("learner"), "partner": partner}) as arena:
+    with Arena.from_config(dond(), models={"learner": ScriptedModel("learner"), "partner": partner}) as arena:
         rollout = EpisodeRollout(arena, "learner", tok, num_generations=2)
         prompt = prompt_rows(sorted(arena.instances)[:1], [0])[0]["prompt"]
-        out = rollout([prompt] * 2, trainer)  # the rollout swaps in the vLLM learner itself
-    chats = [r for r in vllm_server.requests if r.path == "/v1/chat/completions"]
-    assert chats and all(r.body["model"] == "Qwen/policy" for r in chats)
-    assert len(out["completion_ids"]) == 2 and len(out["episode_reward"]) == 2
-    trained = tok.decode([t for t, m in zip(out["completion_ids"][0], out["env_mask"][0], strict=True) if m])
-    assert "I want the books" in trained  # the server's replies are the learner's trained tokens
-    for rec in rollout.last_records:
-        learner_calls = [c for c in rec.calls if c.player == "Player_1"]
-        assert learner_calls and all(c.model == "learner" for c in learner_calls)
+        with pytest.raises(SparringError, match="prompt's token ids"):
+            rollout([prompt] * 2, trainer)
+    assert not [r for r in vllm_server.requests if r.path == "/v1/chat/completions"]

@@ -143,7 +143,7 @@ def test_a_training_stage_cut_by_the_time_limit_is_not_marked_done(tmp_path, stu
 
     def fake_train(rows, settings, out):
         assert settings.max_minutes == 1.5
-        return SimpleNamespace(adapter=out, rows=1, dropped=0, steps=2, loss=1.0, complete=complete[0])
+        return SimpleNamespace(adapter=out, rows=1, dropped=0, steps=2, loss=1.0, complete=complete[0], metrics={})
 
     monkeypatch.setattr(trainers, "train", fake_train)
     config, file = load_loop(str(write(tmp_path, iterations=1, **{"train.max_minutes": 1.5})))
