@@ -68,12 +68,16 @@ def _train(method: str, data: Path, output: Path, config, model, adapter, max_st
         state.check()
         print_train_plan(console, train_plan(data, settings))
         return
-    if restart:
-        moved = state.restart()
-        if moved:
-            console.print(f"restart: moved {', '.join(moved)} to {output}/discarded/")
-    state.check()
-    state.start()
+
+    def prepare() -> list[str]:  # one process moves, checks and writes OUT/state.json
+        moved = state.restart() if restart else []
+        state.check()
+        state.start()
+        return moved
+
+    moved = distributed.on_main(prepare, "checking the output directory")
+    if moved:
+        console.print(f"restart: moved {', '.join(moved)} to {output}/discarded/")
     from sparring.train.trainers import train
 
     result = train(data, settings, output)

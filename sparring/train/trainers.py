@@ -171,6 +171,9 @@ def train_dpo(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
         from transformers import TrainingArguments
 
         args = TrainingArguments(**_common(settings, out, max_length=False), remove_unused_columns=False)
+        from transformers import set_seed
+
+        set_seed(settings.seed)  # the new adapter's initial weights do not depend on what ran before
         policy = with_new_adapter(model, lora_config(settings))
         if checkpointing(settings) and hasattr(policy, "peft_config"):
             policy.enable_input_require_grads()  # frozen embeddings + checkpointing would give no gradients

@@ -57,7 +57,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from sparring.web.app import create_app  # noqa: E402
 
-with TestClient(create_app(work / "web-runs", configs=[work / "coins.yaml"])) as client:
+with TestClient(create_app(work / "web-runs", configs=[work / "coins.yaml"]), base_url="http://127.0.0.1") as client:
     page = client.get("/play").text
     csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
     r = client.post("/play", data={"csrf": csrf, "config": "coins", "instance": "coin-0"}, follow_redirects=False)

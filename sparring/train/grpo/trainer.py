@@ -90,10 +90,14 @@ def run_grpo(config: GRPOConfig, file: str = "<config>", restart: bool = False) 
     out = output_dir(config)
     check_config(config, file)
     state = state_for(config, file)
-    if restart:
-        state.restart()
-    state.check()
-    state.start()
+
+    def prepare() -> None:  # one process moves, checks and writes OUT/state.json
+        if restart:
+            state.restart()
+        state.check()
+        state.start()
+
+    distributed.on_main(prepare, "checking the output directory")
     # The arena resolves `learner` to a placeholder until the first rollout injects the live model.
     base_dir = Path(file).parent if Path(file).is_file() else Path.cwd()  # relative paths: beside the config
     arena = Arena.from_config({"name": config.name, **config.experiment}, models={LEARNER: ScriptedModel(LEARNER)},

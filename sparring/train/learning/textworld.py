@@ -42,15 +42,19 @@ def _config(model: str, split: str, n: int, size: dict[str, Any], sampling: dict
 
 
 def episode_rows(records: list[Any], agent: str = "cook") -> list[dict[str, Any]]:
-    """One multi-turn SFT row per episode: its last conversation, which holds every command."""
+    """One multi-turn SFT row per episode: its last conversation, which holds every command, as a
+    `messages` row so that every command in it is a trained assistant turn (the per-call export
+    is prompt/completion, earlier turns context; see the README on how the row differs from what
+    the player saw at each turn)."""
     from sparring.train.export import ExportFilters, sft_rows
 
     last: dict[str, dict[str, Any]] = {}
     for row in sft_rows(records, ExportFilters(agent=agent)):
         key = row["meta"].get("episode_id") or row["meta"].get("episode")
-        turns = sum(m["role"] == "assistant" for m in row["messages"])
+        messages = row.get("messages") or [*row["prompt"], *row["completion"]]
+        turns = sum(m["role"] == "assistant" for m in messages)
         if key not in last or turns >= sum(m["role"] == "assistant" for m in last[key]["messages"]):
-            last[key] = row
+            last[key] = {"messages": messages, "meta": row["meta"]}
     return list(last.values())
 
 

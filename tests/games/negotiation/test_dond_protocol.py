@@ -232,7 +232,8 @@ def test_trailing_text_after_a_prefilled_proposal_is_rejected_in_the_game():
     """The reply that made a deal in a shipped run is refused the same way for any player (the
     game parses every player's reply, model or human, with the same function)."""
     from dond_helpers import SCENARIO, new_game
-    from sparring.games.base import Action
+
+    from sparring.gameapi.game import Action
 
     game, state = new_game(SCENARIO, prefill_proposals=True, untagged_as_message=True)  # 1 book, 1 hat, 3 balls
     first = game.to_act(state)[0]
