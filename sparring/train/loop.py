@@ -76,6 +76,8 @@ class Loop:
         """The models file, the warm start (if configured) and ALIAS@0: what `run` does first.
         Under `accelerate launch` the main process writes; every process trains the warm start."""
         self.state = self.tracker.state = distributed.from_main(self.state)
+        if distributed.is_main():
+            self.dir.mkdir(parents=True, exist_ok=True)
         if distributed.is_main() and not self.models_file.is_file():
             user = read_yaml(self.config.models_file) if self.config.models_file else None
             models = dict((user or {}).get("models") or {})

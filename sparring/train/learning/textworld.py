@@ -26,7 +26,9 @@ from sparring.train.learning.results import Experiment, Stage, mean, paired, rat
 WORLD = {"numLocations": 3, "numIngredients": 2, "numDistractorItems": 0, "includeDoors": 0,
          "limitInventorySize": 0}
 SIZES: dict[str, dict[str, Any]] = {
-    "quick": {"train": 2, "heldout": 3, "max_steps": 4, "steps": 1, "chunks": 1, "seeds": [0, 1],
+    # quick: the gold policy needs its whole path (11-13 commands in 1-room worlds) to win and give
+    # rows; the tiny model plays the held-out games for 4 steps only
+    "quick": {"train": 2, "heldout": 3, "max_steps": 4, "gold_max_steps": 30, "steps": 1, "chunks": 1, "seeds": [0, 1],
               "params": {**WORLD, "numLocations": 1}, "max_length": 4096},
     "full": {"train": 24, "heldout": 40, "max_steps": 24, "steps": 24, "chunks": 2, "seeds": [0, 1],
              "params": WORLD, "max_length": 3072},
@@ -76,7 +78,8 @@ def run(ctx: Context) -> Experiment:
 
     size = SIZES[ctx.size]
     start = time.perf_counter()
-    gold, gold_s, _ = ctx.play(_config("textworld-gold", "train", size["train"], size, {"max_new_tokens": 16}),
+    gold_size = {**size, "max_steps": size.get("gold_max_steps", size["max_steps"])}
+    gold, gold_s, _ = ctx.play(_config("textworld-gold", "train", size["train"], gold_size, {"max_new_tokens": 16}),
                                "textworld-gold")
     rows = episode_rows([r for r in gold if r.outcome and r.outcome.metrics.get("success")])
     base_m, base_scores, base_s, base_records = evaluate(ctx, ctx.label, "textworld-base", size["heldout"], size)
