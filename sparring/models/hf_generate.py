@@ -26,6 +26,7 @@ from transformers import (
     StoppingCriteriaList,
 )
 
+from sparring.models.hf_kv import cache_kwarg
 from sparring.types import Completion, Sampling, Usage
 
 if TYPE_CHECKING:
@@ -172,7 +173,7 @@ def generate_batch(model, base_model, tokenizer, prompts: Sequence[Sequence[int]
     base_model.generation_config = GenerationConfig(pad_token_id=pad_id, eos_token_id=eos,
                                                     bos_token_id=saved.bos_token_id)
     cache = packed.cache(kv_layers)
-    extra = {"cache": cache} if cache is not None else {}
+    extra = {cache_kwarg(base_model): cache} if cache is not None else {}
     try:
         result = model.generate(input_ids=input_ids, attention_mask=mask, generation_config=config,
                                 logits_processor=LogitsProcessorList([sampler]),

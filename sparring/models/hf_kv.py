@@ -10,6 +10,8 @@ unfilled positions and generate() does not try to torch.compile it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from transformers.cache_utils import Cache, DynamicLayer
 
@@ -84,3 +86,14 @@ class PreallocatedCache(Cache):
         for layer, (k, v) in zip(self.layers, buffers, strict=True):
             layer.adopt(k, v, length)  # type: ignore[union-attr]  # our own layers (PreallocLayer)
         return self
+
+
+def cache_kwarg(model: Any) -> str:
+    """The keyword a model's forward takes its key/value cache by: `cache` in current transformers
+    5.x (`past_key_values` is deprecated there), `past_key_values` in the 5.0 releases our lower
+    bound allows. Read from the forward's signature (a PEFT wrapper: its base model's)."""
+    import inspect
+
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    params = inspect.signature(base.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"

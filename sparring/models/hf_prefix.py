@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from sparring.models.hf_kv import cache_kwarg
+
 KV = list[tuple[torch.Tensor, torch.Tensor]]  # per layer (keys, values), each [heads, tokens, dim]
 
 
@@ -306,7 +308,7 @@ class PrefixContext:
                 p = packed.width_past
                 cache = packed.cache(self.kv_layers)
                 model(input_ids=packed.input_ids[:, p:], attention_mask=packed.attention_mask,
-                      position_ids=packed.positions[:, p:], cache=cache, use_cache=True, **keep)
+                      position_ids=packed.positions[:, p:], use_cache=True, **{cache_kwarg(model): cache}, **keep)
                 for i, (c, _, _) in enumerate(chunk):
                     self.cache.insert(self.namespace, c, packed.row_states(cache, i, len(c)))
         return sum(len(c) - n for c, n, _ in rows)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from sparring.errors import BackendError, ContextOverflowError
+from sparring.models.hf_kv import cache_kwarg
 
 if TYPE_CHECKING:
     from sparring.models.hf_prefix import PrefixContext
@@ -127,8 +128,8 @@ def score_rows(model, base_model, rows: Sequence[Row], pad_id: int, device, batc
         kwargs = {"logits_to_keep": keep} if keep_ok else {}
         cache = packed.cache(kv_layers) if prefix is not None else None
         result = model(input_ids=ids[:, p:], attention_mask=packed.attention_mask,
-                       position_ids=packed.positions[:, p:], cache=cache,
-                       use_cache=cache is not None, **kwargs)
+                       position_ids=packed.positions[:, p:], use_cache=cache is not None,
+                       **{cache_kwarg(model): cache}, **kwargs)
         logits = result.logits[:, -keep:]
         logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
         token_logp = logp.gather(2, ids[:, -keep + 1:, None]).squeeze(2)
