@@ -8,6 +8,7 @@ seeds are made of (computed once per scheduled episode, i.e. tens of thousands o
 from __future__ import annotations
 
 import json
+import math
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
@@ -33,3 +34,14 @@ def _enc(x: Any) -> str | None:
 def stable_dumps(x: Any) -> str:
     fast = _enc(x)
     return fast if fast is not None else json.dumps(x, sort_keys=True, default=str)
+
+
+def json_safe(x: Any) -> Any:
+    """JSON-safe copy for result files: NaN -> None, tuples -> lists, recursively."""
+    if isinstance(x, float):
+        return None if math.isnan(x) else x
+    if isinstance(x, dict):
+        return {k: json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [json_safe(v) for v in x]
+    return x

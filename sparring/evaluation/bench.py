@@ -14,7 +14,6 @@ One model pool serves every run of a model under test, so it is loaded once for 
 from __future__ import annotations
 
 import json
-import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from rich.table import Table
 from sparring.engine.suite import Suite, experiment_config, load_suite, select_games
 from sparring.errors import SparringError, UnknownNameError
 from sparring.evaluation.clemscore import clemscore, episode_quality, fmt, game_score, has_quality
+from sparring.stable_json import json_safe
 
 BENCH_JSON, BENCH_MD = "bench.json", "bench.md"
 
@@ -59,17 +59,6 @@ class BenchResult:
 def slug(name: str) -> str:
     """A model name as a directory name (`org/model` -> `org_model`)."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "model"
-
-
-def _clean(x: Any) -> Any:
-    """JSON-safe: NaN -> None, tuples -> lists, recursively."""
-    if isinstance(x, float):
-        return None if math.isnan(x) else x
-    if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
-    return x
 
 
 def _one_line(err: BaseException) -> str:
@@ -230,7 +219,7 @@ def _summary(suite: Suite, suite_path: Path, opts: BenchOptions, games: dict[str
         point, ci = clemscore([qualities[model][k] for k in played], seed=opts.seed)
         scores[model] = {"clemscore": point, "ci": list(ci), "games": played,
                          "missing": [k for k in games if k not in played]}
-    return _clean({
+    return json_safe({
         "suite": {"name": suite.name, "version": suite.version, "file": str(suite_path)},
         "models": list(opts.models), "partner": opts.partner, "instances": opts.instances,
         "status": status, "created": time.strftime("%Y-%m-%dT%H:%M:%S"),

@@ -29,20 +29,9 @@ from sparring.train.config import TrainSettings
 def check_base(model: str) -> None:
     """The base model is a model directory or an `hf` spec of the registry (its files are not read:
     the bundled model is converted on first real use, not by a dry run)."""
-    from sparring.errors import ConfigError
-    from sparring.models.registry import load_model_specs, resolve_name
+    from sparring.train.policy import base_spec
 
-    if Path(model).expanduser().is_dir():
-        return
-    specs = load_model_specs()
-    try:
-        spec = specs[resolve_name(model, specs)]
-    except KeyError:
-        raise ConfigError(f"unknown model {model!r}: give a model name from `sparring models list` or a "
-                          "model directory", key="model") from None
-    if spec.backend != "hf":
-        raise ConfigError(f"model {model!r} uses the {spec.backend!r} backend; training needs a local `hf` model",
-                          key="model")
+    base_spec(model)
 
 
 def steps_for(rows: int | None, settings: TrainSettings) -> str:

@@ -13,14 +13,13 @@ from sparring.errors import ConfigError
 from sparring.train.config import TrainSettings
 
 
-def resolve_base(model: str) -> str:
-    """A local directory for a model name (an `hf` spec of the registry) or a path."""
-    from sparring.models import hf_load
+def base_spec(model: str) -> Any:
+    """The registry's `hf` spec of a base model name (None for a model directory); a clear
+    ConfigError for an unknown name or another backend. Reads no weights."""
     from sparring.models.registry import load_model_specs, resolve_name
 
-    path = Path(model).expanduser()
-    if path.is_dir():
-        return str(path)
+    if Path(model).expanduser().is_dir():
+        return None
     specs = load_model_specs()
     try:
         spec = specs[resolve_name(model, specs)]
@@ -30,6 +29,16 @@ def resolve_base(model: str) -> str:
     if spec.backend != "hf":
         raise ConfigError(f"model {model!r} uses the {spec.backend!r} backend; training needs a local `hf` model",
                           key="model")
+    return spec
+
+
+def resolve_base(model: str) -> str:
+    """A local directory for a model name (an `hf` spec of the registry) or a path."""
+    from sparring.models import hf_load
+
+    spec = base_spec(model)
+    if spec is None:
+        return str(Path(model).expanduser())
     return hf_load.resolve_source(str(spec.args["model"]), "model")
 
 

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sparring.errors import SparringError
+from sparring.stable_json import json_safe
 from sparring.stats.stats_tests import bootstrap_ci, paired_test, wilson_interval
 
 
@@ -98,14 +99,4 @@ class Experiment:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["disjoint"] = True  # checked at construction
-        return _clean(data)
-
-
-def _clean(x: Any) -> Any:
-    if isinstance(x, float):
-        return None if math.isnan(x) else x
-    if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
-    return x
+        return json_safe(data)
