@@ -1,17 +1,19 @@
 """GRPO rollouts on TRL's vLLM (`vllm:` in a GRPO config): TRL's own GRPOConfig takes the
-settings, and in server mode the learner plays whole games through the engine as an `openai`
-model on the trainer's OpenAI-compatible vLLM server, over real HTTP (a local stand-in server:
-vLLM itself needs a CUDA GPU and is not installed here; colocate mode is GPU-only, untested)."""
+settings, and in server mode the learner plays whole games through the engine on the trainer's
+vLLM server via TRL's own `VLLMClient`, over real HTTP (a local stand-in server: vLLM itself
+needs a CUDA GPU and is not installed here; colocate mode is GPU-only, untested)."""
 
 from __future__ import annotations
 
 import importlib.util
 import itertools
+import math
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from fastapi import Request
 
 from sparring.engine.play import Arena
 from sparring.models.scripted import ScriptedModel
@@ -19,7 +21,7 @@ from sparring.models.tiny import tiny_tokenizer
 from sparring.train.chat_templates import apply_generation_markers
 from sparring.train.grpo.config import GRPOConfig, VLLMSettings
 from sparring.train.grpo.rollout import EpisodeRollout, prompt_rows
-from sparring.train.grpo.vllm_rollout import server_url, trl_vllm_args, vllm_learner
+from sparring.train.grpo.vllm_rollout import ServedVLLM, server_url, trl_vllm_args, vllm_learner
 
 
 def _fake_server_class():
@@ -34,11 +36,51 @@ def _fake_server_class():
 
 @pytest.fixture
 def vllm_server():
-    """An OpenAI-compatible server like `trl vllm-serve`: lists its model, answers chat completions."""
+    """A stand-in for `trl vllm-serve` on 127.0.0.1: both protocols TRL's `VLLMClient` speaks
+    (TRL >= 1: vLLM's OpenAI `/v1/completions` with `return_token_ids`; older TRL: `/generate/`).
+    It "samples" fixed replies, tokenised with the tiny tokenizer and ended by EOS, with made-up
+    log-probs, and keeps every prompt (token ids) and every sampled id list it returned."""
+    tok = tiny_tokenizer()
     server = _fake_server_class()()
-    server.app.get("/v1/models")(lambda: {"object": "list", "data": [{"id": "Qwen/policy", "object": "model"}]})
-    replies = itertools.cycle(["[message] I want the books", "[propose] (3 books, 0 hats, 0 balls)"])
-    server.behaviour.reply = lambda body: next(replies)
+    replies = itertools.cycle(["I want the books", "3 books, 0 hats, 0 balls)", "[message] fine by me"])
+    server.seen = []  # (prompt ids, sampled ids)
+
+    def sample(prompt: list[int]) -> tuple[list[int], list[float]]:
+        ids = tok(next(replies), add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+        server.seen.append((list(prompt), ids))
+        return ids, [-0.25 - 0.01 * i for i in range(len(ids))]
+
+    app = server.app
+    app.get("/health")(lambda: {"status": "ok"})
+    app.get("/health/")(lambda: {"status": "ok"})
+    app.get("/v1/models")(lambda: {"object": "list", "data": [{"id": "Qwen/policy", "object": "model"}]})
+
+    @app.post("/v1/completions")
+    async def completions(request: Request) -> dict:
+        body = await request.json()
+        assert body["return_token_ids"] and body["logprobs"] == 0
+        prompts = body["prompt"] if isinstance(body["prompt"][0], list) else [body["prompt"]]
+        choices = []
+        for prompt in prompts:
+            ids, lps = sample(prompt)
+            choices.append({"index": len(choices), "text": tok.decode(ids), "finish_reason": "stop",
+                            "token_ids": ids, "prompt_token_ids": prompt,
+                            "logprobs": {"tokens": [f"token_id:{t}" for t in ids], "token_logprobs": lps,
+                                         "top_logprobs": [{f"token_id:{t}": lp} for t, lp in zip(ids, lps)]}})
+        return {"choices": choices}
+
+    @app.post("/generate/")
+    async def generate(request: Request) -> dict:
+        body = await request.json()
+        out: dict = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "logprob_token_ids": []}
+        for prompt in body["prompts"]:
+            ids, lps = sample(prompt)
+            out["prompt_ids"].append(prompt)
+            out["completion_ids"].append(ids)
+            out["logprobs"].append([[lp] for lp in lps])
+            out["logprob_token_ids"].append([[t] for t in ids])
+        return out
+
     server.start()
     yield server
     server.stop()
@@ -69,26 +111,51 @@ def test_without_vllm_the_trainers_own_model_generates(tmp_path):
     assert vllm_learner(SimpleNamespace(args=args), tiny_tokenizer(), "learner") is None
 
 
-def test_a_served_learner_is_refused_until_it_gives_its_prompt_token_ids(tmp_path, vllm_server):
-    """Server mode: the learner is the `openai` backend on the trainer's vLLM server. GRPO trains
-    exactly the sampled tokens in the context they were sampled in, which needs the prompt's
-    token ids; a served learner cannot give them yet, so the rollout stops with a clear message
-    before playing (never trains on re-tokenised text)."""
-    from sparring.errors import SparringError
-    from sparring.models.openai_backend import OpenAIModel
+def test_server_mode_trains_exactly_what_the_vllm_server_sampled(tmp_path, vllm_server, monkeypatch):
+    """Server mode: the learner sends each prompt as token ids through TRL's own `VLLMClient`
+    (real HTTP to a stand-in server) and gets the sampled ids back; the rollout's trained tokens
+    are exactly those ids, each after exactly the prompt ids the server was fed."""
+    import trl.generation.vllm_client as trl_client
 
     from .test_grpo import dond
 
+    monkeypatch.setattr(trl_client, "is_vllm_available", lambda *a, **k: True)  # vLLM needs CUDA; the client does not
+    client = trl_client.VLLMClient(base_url=vllm_server.url)
     tok = tiny_tokenizer()
     apply_generation_markers(tok)
-    trainer = SimpleNamespace(args=trl_args(tmp_path, VLLMSettings(mode="server", server_base_url=vllm_server.url)))
+    trainer = SimpleNamespace(args=trl_args(tmp_path, VLLMSettings(mode="server", server_base_url=vllm_server.url)),
+                              vllm_generation=SimpleNamespace(vllm_client=client))
     learner = vllm_learner(trainer, tok, "learner")
-    assert isinstance(learner, OpenAIModel) and learner.args.model == "Qwen/policy"
+    assert isinstance(learner, ServedVLLM)
     partner = ScriptedModel("partner", mode="cycle", texts=["[message] fine, take the books",
                                                            "[propose] (0 books, 2 hats, 1 balls)"])
-    with Arena.from_config(dond(), models={"learner": ScriptedModel("learner"), "partner": partner}) as arena:
-        rollout = EpisodeRollout(arena, "learner", tok, num_generations=2)
+    with Arena.from_config(dond(max_new_tokens=16), models={"learner": ScriptedModel("learner"),
+                                                           "partner": partner}) as arena:
+        rollout = EpisodeRollout(arena, "learner", tok, num_generations=2, sequences_per_episode=4)
         prompt = prompt_rows(sorted(arena.instances)[:1], [0])[0]["prompt"]
-        with pytest.raises(SparringError, match="prompt's token ids"):
-            rollout([prompt] * 2, trainer)
+        out = rollout([prompt] * rollout.slots, trainer)
+    recs = rollout.last_records
+    assert vllm_server.seen, [(r.status, r.error, [(c.model, c.error) for c in r.calls][:3]) for r in recs]
+    sent = {tuple(p): ids for p, ids in vllm_server.seen}
+    trained_calls = 0
+    for prompt_ids, completion_ids, mask, lps in zip(out["prompt_ids"], out["completion_ids"], out["env_mask"],
+                                                     out["logprobs"], strict=True):
+        if not any(mask):
+            continue  # a placeholder slot
+        context = list(prompt_ids)
+        run: list[int] = []
+        for t, m, lp in zip(completion_ids, mask, lps, strict=True):
+            if m:
+                if not run:
+                    assert tuple(context) in sent, "a trained reply's context is not a prompt the server was fed"
+                run.append(t)
+                assert not math.isnan(lp)
+            elif run:
+                assert run == sent[tuple(context[: len(context) - len(run)])]
+                trained_calls, run = trained_calls + 1, []
+            context.append(t)
+        if run:
+            assert run == sent[tuple(context[: len(context) - len(run)])]
+            trained_calls += 1
+    assert trained_calls >= 2  # both episodes trained at least one served reply
     assert not [r for r in vllm_server.requests if r.path == "/v1/chat/completions"]

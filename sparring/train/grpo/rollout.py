@@ -96,8 +96,8 @@ class EpisodeRollout:
         prompt_ids = getattr(learner, "prompt_ids", None)
         if prompt_ids is None:
             raise SparringError("GRPO trains exactly the learner's sampled tokens in the context it saw, which needs "
-                                f"the prompt's token ids: the {type(learner).__name__} learner (vLLM server mode) "
-                                "cannot give them yet; use vllm.mode: colocate or no vllm")
+                                f"the prompt's token ids, which the {type(learner).__name__} learner cannot give "
+                                "(it has no `prompt_ids`)")
         groups = prompts[:: self.slots]
         records, sequences = self.play(groups, prompt_ids, first=len(distributed.preceding(groups)))
         out: dict[str, list[Any]] = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": [],

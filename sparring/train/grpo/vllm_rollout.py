@@ -4,16 +4,18 @@ With TRL's `use_vllm`, `GRPOTrainer` pushes the current weights (LoRA merged int
 vLLM before every rollout, so the learner generating there generates with the policy being
 trained, at vLLM's speed:
 
-- `mode: server` (`trl vllm-serve --model BASE` on GPUs of its own; an OpenAI-compatible vLLM
-  server): the learner is sparring's `openai` backend pointed at that server, the served model
-  name read from its `/v1/models`. Every process sends the requests of its own episodes.
+- `mode: server` (`trl vllm-serve --model BASE` on GPUs of its own): the learner sends each
+  prompt, as token ids built with the trainer's tokenizer, through the trainer's own
+  `VLLMClient` (the client TRL syncs the weights with), and gets back the sampled token ids and
+  their log-probs. Every process sends the requests of its own episodes.
 - `mode: colocate`: the vLLM engine TRL starts inside each training process
-  (`trainer.vllm_generation.llm`) generates from the chat-templated prompt.
+  (`trainer.vllm_generation.llm`) generates from the same token ids.
 
-What ran where: the server path's client (URL, served name, the `openai` backend playing games
-through the engine) is tested on CPU against a local OpenAI-compatible server; the trainer's side
-(vLLM itself, weight sync) needs vLLM and a CUDA GPU and was never run here. Colocate mode is
-GPU-only and untested.
+Either way GRPO trains exactly the token ids vLLM sampled, after exactly the prompt ids it was fed.
+What ran where: the server-mode learner is tested on CPU through TRL's real `VLLMClient` over
+HTTP against a local stand-in for the server (playing games through the engine, its sequences
+checked token for token); the trainer's side (vLLM itself, weight sync) needs vLLM and a CUDA GPU
+and was never run here. Colocate mode is GPU-only and untested.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 from sparring.errors import SparringError
 from sparring.models.base import Model
 from sparring.train.grpo.config import VLLMSettings
-from sparring.types import Completion, GenerateRequest
+from sparring.types import Completion, GenerateRequest, Usage
 
 
 def trl_vllm_args(settings: VLLMSettings | None) -> dict[str, Any]:
@@ -34,8 +36,8 @@ def trl_vllm_args(settings: VLLMSettings | None) -> dict[str, Any]:
                            "vllm_gpu_memory_utilization": settings.gpu_memory_utilization,
                            "vllm_tensor_parallel_size": settings.tensor_parallel_size,
                            "vllm_enable_sleep_mode": settings.enable_sleep_mode,
-                           # The trained sequence is rebuilt from the game record, not vLLM's sampled
-                           # tokens, so there are no sampling log-probs to correct with.
+                           # Off: never run on a GPU here, and environment tokens of a sequence carry
+                           # NaN sampling log-probs (only the learner's own tokens have them).
                            "vllm_importance_sampling_correction": False}
     if settings.server_base_url:
         out["vllm_server_base_url"] = settings.server_base_url
@@ -49,25 +51,70 @@ def server_url(args: Any) -> str:
     return (args.vllm_server_base_url or f"http://{args.vllm_server_host}:{args.vllm_server_port}").rstrip("/")
 
 
-def served_model(base_url: str, timeout_s: float = 30.0) -> str:
-    """The name the server serves its model under (its OpenAI `/v1/models`)."""
-    import httpx
-
-    try:
-        data = httpx.get(f"{base_url}/v1/models", timeout=timeout_s).json()["data"]
-        return str(data[0]["id"])
-    except (httpx.HTTPError, KeyError, IndexError, ValueError) as err:
-        raise SparringError(f"the vLLM server at {base_url} did not list its model on /v1/models "
-                            f"(start it with `trl vllm-serve --model BASE`): {err}") from None
+def chat_prompt_ids(tokenizer: Any, messages: Any, assistant_prefix: str = "") -> list[int]:
+    """The token ids vLLM is fed for a request: the chat template with its generation prompt, then
+    the assistant prefix (GRPO trains the sampled tokens after exactly these)."""
+    text = tokenizer.apply_chat_template([m.model_dump() for m in messages], tokenize=False,
+                                         add_generation_prompt=True) + assistant_prefix
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-def server_learner(args: Any, name: str) -> Model:
-    """The learner as an `openai` model on TRL's vLLM server (which holds the current weights)."""
-    from sparring.models.openai_backend import OpenAIModel
+class ServedVLLM(Model):
+    """The learner on TRL's vLLM server (`trl vllm-serve`), which holds the current weights,
+    through the trainer's own `VLLMClient` (so the protocol is the one of the installed TRL). The
+    prompt is sent as token ids built here with the trainer's tokenizer and the client returns the
+    sampled token ids with their log-probs, so what is trained is exactly what was sampled, in
+    exactly that context. One request per prompt (each has its own seed), run concurrently."""
 
-    url = server_url(args)
-    return OpenAIModel(name=name, model=served_model(url), base_url=f"{url}/v1", supports_prefill=True,
-                       concurrency=64, timeout_s=600.0)
+    can_score = False
+    concurrent = True
+
+    def __init__(self, client: Any, tokenizer: Any, name: str = "learner", concurrency: int = 64):
+        super().__init__(name=name)
+        self.client, self.tokenizer, self.concurrency = client, tokenizer, concurrency
+
+    def prompt_ids(self, messages: Any, assistant_prefix: str = "", max_new_tokens: int = 1) -> list[int]:
+        return chat_prompt_ids(self.tokenizer, messages, assistant_prefix)
+
+    def _one(self, req: GenerateRequest) -> Completion:
+        from sparring.models.hf_generate import cut_at_stop
+
+        ids = self.prompt_ids(req.messages, req.assistant_prefix)
+        s = req.sampling
+        extra: dict[str, Any] = {"stop": s.stop} if s.stop else {}
+        if s.seed is not None:
+            extra["seed"] = s.seed
+        try:
+            out = self.client.generate(prompts=[ids], n=1, temperature=s.temperature, top_p=s.top_p,
+                                       max_tokens=s.max_new_tokens, logprobs=0, generation_kwargs=extra)
+            token_ids = [int(t) for t in out["completion_ids"][0]]
+        except Exception as err:  # the client raises a bare Exception on an HTTP error
+            raise SparringError(f"the vLLM server failed a completion: {err}") from None
+        steps = (out.get("logprobs") or [None])[0]
+        logprobs = [float(step[0]) for step in steps] if steps and len(steps) == len(token_ids) else None
+        eos = {self.tokenizer.eos_token_id} - {None}
+        text, hit = cut_at_stop(self.tokenizer.decode(token_ids, skip_special_tokens=True), s.stop)
+        ended = hit or bool(token_ids and token_ids[-1] in eos) or len(token_ids) < s.max_new_tokens
+        return Completion(text=text, token_ids=token_ids, logprobs=logprobs, finish_reason="stop" if ended else "length",
+                          usage=Usage(prompt_tokens=len(ids), completion_tokens=len(token_ids)))
+
+    def _generate(self, requests: list[GenerateRequest]) -> list[Completion]:
+        from concurrent.futures import ThreadPoolExecutor
+
+        if not requests:
+            return []
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests))) as pool:
+            return list(pool.map(self._one, requests))
+
+
+def server_learner(trainer: Any, tokenizer: Any, name: str) -> Model:
+    """The learner on TRL's vLLM server, through the client the trainer syncs the weights with."""
+    generation = getattr(trainer, "vllm_generation", None)
+    client = getattr(generation, "vllm_client", None) or getattr(trainer, "vllm_client", None)
+    if client is None:
+        raise SparringError("GRPO with vllm.mode: server: the trainer has no vLLM client "
+                            "(is `trl vllm-serve --model BASE` running and vLLM installed?)")
+    return ServedVLLM(client, tokenizer, name)
 
 
 class ColocatedVLLM(Model):
@@ -80,10 +127,7 @@ class ColocatedVLLM(Model):
         self.llm, self.tokenizer = llm, tokenizer
 
     def prompt_ids(self, messages: Any, assistant_prefix: str = "", max_new_tokens: int = 1) -> list[int]:
-        """The token ids vLLM is fed for this request (GRPO trains the sampled tokens after them)."""
-        text = self.tokenizer.apply_chat_template([m.model_dump() for m in messages], tokenize=False,
-                                                  add_generation_prompt=True) + assistant_prefix
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return chat_prompt_ids(self.tokenizer, messages, assistant_prefix)
 
     def _generate(self, requests: list[GenerateRequest]) -> list[Completion]:
         from vllm import SamplingParams  # only installed on GPU machines
@@ -109,5 +153,5 @@ def vllm_learner(trainer: Any, tokenizer: Any, name: str) -> Model | None:
     if not getattr(args, "use_vllm", False):
         return None
     if args.vllm_mode == "server":
-        return server_learner(args, name)
+        return server_learner(trainer, tokenizer, name)
     return ColocatedVLLM(trainer.vllm_generation.llm, tokenizer, name)

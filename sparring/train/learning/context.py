@@ -57,7 +57,10 @@ class Context:
             return {"backend": "hf", "args": {"model": str(Path(self.model).expanduser().resolve())}}
         specs = load_model_specs()
         spec = specs[resolve_name(self.model, specs)]
-        return {"backend": spec.backend, "args": dict(spec.args), "sampling": dict(spec.sampling)}
+        args = dict(spec.args)
+        if spec.backend == "hf":  # 40 live games of ~2k-token histories keep their states (24 GB RAM here)
+            args.setdefault("prefix_cache_mb", 4096)
+        return {"backend": spec.backend, "args": args, "sampling": dict(spec.sampling)}
 
     def write_models(self) -> None:
         """The suite's models file: the base model, the scripted helpers, every registered adapter."""
@@ -101,7 +104,8 @@ class Context:
         path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
         start = time.perf_counter()
         result = run_experiment(RunOptions(configuration=str(path), output_dir=str(self.out / "runs"),
-                                           run_name=name, quiet=True), console=self.console)
+                                           run_name=name, quiet=self.size == "quick"),
+                                  console=self.console)  # full: a progress line every 30 s in the log
         seconds = time.perf_counter() - start
         if result.status != "complete":
             raise SparringError(f"{name}: the run ended {result.status} (see {result.run_dir})")

@@ -30,8 +30,11 @@ SIZES: dict[str, dict[str, Any]] = {
     # rows; the tiny model plays the held-out games for 4 steps only
     "quick": {"train": 2, "heldout": 3, "max_steps": 4, "gold_max_steps": 30, "steps": 1, "chunks": 1, "seeds": [0, 1],
               "params": {**WORLD, "numLocations": 1}, "max_length": 4096},
-    "full": {"train": 24, "heldout": 40, "max_steps": 24, "steps": 24, "chunks": 2, "seeds": [0, 1],
-             "params": WORLD, "max_length": 3072},
+    # full: gold paths here take 10-22 commands, so 24 steps; one training chunk of 16 rows of ~1,400
+    # tokens per seed (~23k tokens: LoRA SFT trains ~28-40 tokens per CPU-second here) and three
+    # evaluations of the 40 held-out games, all 40 live at once (one batch per turn)
+    "full": {"train": 24, "heldout": 40, "max_steps": 24, "steps": 16, "chunks": 1, "seeds": [0, 1],
+             "params": WORLD, "max_length": 3072, "max_live": 40},
 }
 GAME_ARGS = {"show_valid_actions": True, "history": None, "keep_recipe": True}
 
@@ -40,7 +43,8 @@ def _config(model: str, split: str, n: int, size: dict[str, Any], sampling: dict
     return {"game": "textworld_cooking", "game_args": {**GAME_ARGS, "max_steps": size["max_steps"]},
             "dataset": {"name": "cookingworld", "split": split, "limit": n, "args": {"params": size["params"]}},
             "agents": {"cook": {"role": "player", "model": model, "sampling": sampling}},
-            "tournament": {"type": "self_play", "participants": ["cook"]}, "run": {"seed": 0, "max_live": 8}}
+            "tournament": {"type": "self_play", "participants": ["cook"]},
+            "run": {"seed": 0, "max_live": size.get("max_live", 8)}}
 
 
 def episode_rows(records: list[Any], agent: str = "cook") -> list[dict[str, Any]]:
