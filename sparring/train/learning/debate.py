@@ -24,7 +24,7 @@ from sparring.train.learning.results import Experiment, Stage, mean, paired, rat
 SIZES: dict[str, dict[str, Any]] = {
     "quick": {"train": 2, "heldout": 2, "iterations": 2, "tokens": 16, "max_pairs": 2, "max_length": 1024,
               "max_steps": 1},
-    "full": {"train": 8, "heldout": 32, "iterations": 2, "tokens": 48, "max_pairs": 8, "max_length": 1024,
+    "full": {"train": 16, "heldout": 32, "iterations": 2, "tokens": 48, "max_pairs": 16, "max_length": 1024,
              "max_steps": -1},
 }
 GAME = {"format": "debate", "rounds": 1}
