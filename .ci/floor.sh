@@ -23,11 +23,11 @@ python3 -m venv "$venv"
 source "$venv/bin/activate"
 pip install -q torch==2.13.0  # first, so that no CUDA torch is pulled in
 # shellcheck disable=SC2086
-pip install -q -e . pytest pytest-timeout $pins
+pip install -q -e ".[web]" pytest pytest-timeout $pins  # web: the stand-in vLLM server of test_grpo_vllm
 python - <<'PY'
 import importlib.metadata as m
 print("== floor versions:", ", ".join(f"{p} {m.version(p)}" for p in ("torch", "trl", "transformers", "peft")))
 PY
 echo "== training tests at the lower bounds"
 pytest tests/train/test_trainers.py tests/train/test_soft_dpo.py tests/train/test_trl_contract.py \
-  tests/train/test_grpo.py -m "not bundled" -q -p no:cacheprovider
+  tests/train/test_grpo.py tests/train/test_grpo_vllm.py -m "not bundled" -q -p no:cacheprovider
