@@ -30,20 +30,10 @@ def __getattr__(name: str) -> Any:
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point (`sparring = sparring.cli:main`)."""
-    try:
-        from pydantic import ValidationError
-
-        from sparring.cli.common import EXIT_USER_ERROR, debug_enabled, print_error
+    try:  # importing the app loads libraries: an interrupt here must not print a traceback either
+        from sparring.cli.common import run_guarded
         from sparring.cli.root import app
-        from sparring.errors import SparringError
-
-        try:
-            app(args=argv, prog_name="sparring")
-        except (SparringError, ValidationError) as err:  # raised outside a command (e.g. a callback)
-            if debug_enabled():
-                raise
-            print_error(err)
-            sys.exit(EXIT_USER_ERROR)
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         sys.exit(130)
+    run_guarded(lambda: app(args=argv, prog_name="sparring"))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Callable
 
 from pydantic import ValidationError
 
@@ -26,3 +28,20 @@ def print_error(err: BaseException) -> None:
     from rich.text import Text
 
     Console(stderr=True, soft_wrap=True).print(Text(f"error: {format_error(err)}", style="bold red"))
+
+
+def run_guarded(call: Callable[[], object]) -> None:
+    """Run a command line app: a user error (`SparringError`, a config's `ValidationError`) raised
+    outside a command's own handling is one red message and exit 2; Ctrl-C is exit 130, no traceback."""
+    from sparring.errors import SparringError
+
+    try:
+        call()
+    except (SparringError, ValidationError) as err:
+        if debug_enabled():
+            raise
+        print_error(err)
+        sys.exit(EXIT_USER_ERROR)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        sys.exit(130)

@@ -10,7 +10,6 @@ A run stopped by its time limit exits 3."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
@@ -188,9 +187,7 @@ ConfigArg = typer.Argument(None, metavar="[CONFIGURATION]", help="The same as --
 def _script(prog: str, help_text: str, grpo_script: bool = False) -> None:
     """Body of the training scripts: `--configuration X [options]`, the same as `sparring train
     loop|grpo X [options]`, with the script's own --help."""
-    from pydantic import ValidationError
-
-    from sparring.cli.common import EXIT_USER_ERROR, debug_enabled, print_error
+    from sparring.cli.common import run_guarded
     from sparring.errors import SparringError
 
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
@@ -214,16 +211,7 @@ def _script(prog: str, help_text: str, grpo_script: bool = False) -> None:
                                                                     help=RESTART_HELP)) -> None:
             loop(name(configuration, positional), dry_run=dry_run, max_minutes=max_minutes, restart_from=restart_from)
 
-    try:
-        app(prog_name=prog, standalone_mode=True)
-    except (SparringError, ValidationError) as err:
-        if debug_enabled():
-            raise
-        print_error(err)
-        sys.exit(EXIT_USER_ERROR)
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        sys.exit(130)
+    run_guarded(lambda: app(prog_name=prog, standalone_mode=True))
 
 
 def loop_main() -> None:
