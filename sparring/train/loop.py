@@ -22,7 +22,6 @@ stage on purpose, moving that stage's and every later stage's outputs aside.
 from __future__ import annotations
 
 import copy
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -252,27 +251,8 @@ class Loop:
         return cfg
 
     def evaluate(self, k: int) -> dict[str, Any]:
-        from sparring.analysis.report import write_report
-
-        new = f"{self.config.alias}@{k}"
         run_dir = self._run(self.eval_experiment(k), f"eval-{k}")
-        write_report(run_dir)
-        stats = json.loads((run_dir / "report" / "stats.json").read_text())
-        out: dict[str, Any] = {"run_dir": str(run_dir), "vs": {}}
-        for row in stats["matchups"]:
-            a, b = row["agent_a"], row["agent_b"]
-            if new in (a, b):
-                other = b if a == new else a
-                rate = row["a_win_rate"] if a == new else 1 - row["a_win_rate"]
-                lo, hi = row["a_win_rate_ci"] if a == new else [1 - row["a_win_rate_ci"][1], 1 - row["a_win_rate_ci"][0]]
-                out["vs"][other] = {"win_rate": rate, "ci": [lo, hi], "games": row["games"]}
-        out["ratings"] = {p: {"rating": r["rating"], "ci": [r["ci_low"], r["ci_high"]]}
-                          for p, r in stats["ratings"]["players"].items()}
-        judge = (stats.get("sections", {}).get("debate") or {}).get("judge_accuracy", {}).get("overall")
-        if judge:
-            out["judge_accuracy"] = {"accuracy": judge["accuracy"], "ci": judge["accuracy_ci"], "n": judge["n"]}
-        out["games"] = game_metrics(run_dir, self.config.selfplay["game"])
-        return out
+        return evaluation_summary(run_dir, f"{self.config.alias}@{k}", self.config.selfplay["game"])
 
     # -- the loop ------------------------------------------------------------------------------
     def run(self, restart_from: str | None = None) -> Path:
@@ -338,13 +318,28 @@ def base_entry(config: LoopConfig, file: str) -> dict[str, Any]:
     return {"backend": base.backend, "args": dict(base.args), "sampling": dict(base.sampling)}
 
 
-def game_metrics(run_dir: str | Path, game: str) -> dict[str, Any]:
-    """Per matchup of an evaluation run: the game's headline metrics (`Game.hooks.metrics`),
-    measured from the records as typed values with their intervals, JSON-able for the state."""
+def evaluation_summary(run_dir: str | Path, new: str, game: str) -> dict[str, Any]:
+    """What the loop keeps of an evaluation run (state.json's `evaluate`), read from the run's
+    records as typed results (`sparring.analysis.results`), never from its report: `new`'s win
+    rate against each other agent, every agent's rating, the judge accuracy (a game that
+    declares one) and the game's headline metrics per matchup, each with its interval."""
     from sparring.analysis.measures import matchup_metrics
-    from sparring.records.reader import iter_records
+    from sparring.analysis.results import run_results
+    from sparring.records.reader import read_run
 
-    return {name: m.to_dict() for name, m in matchup_metrics(iter_records(run_dir), game).items()}
+    run = read_run(run_dir, transcripts=False)
+    results = run_results(run)
+    out: dict[str, Any] = {"run_dir": str(run_dir), "vs": {
+        other: {"win_rate": v.value, "ci": _pair(v.ci), "games": v.n} for other, v in results.vs(new).items()}}
+    out["ratings"] = {p: {"rating": v.value, "ci": _pair(v.ci)} for p, v in results.rating_values().items()}
+    if (judge := results.judge_accuracy(game)) is not None:
+        out["judge_accuracy"] = {"accuracy": judge.value, "ci": _pair(judge.ci), "n": judge.n}
+    out["games"] = {name: m.to_dict() for name, m in matchup_metrics(run.episodes + run.failures, game).items()}
+    return out
+
+
+def _pair(ci: tuple[float, float] | None) -> list[float | None]:
+    return list(ci) if ci is not None else [None, None]
 
 
 def load_loop(name_or_path: str) -> tuple[LoopConfig, str]:
