@@ -233,12 +233,17 @@ class Loop:
         plain = {key: v for key, v in policy.items() if key not in ("best_of_n", "model")}
         new, base, prev = f"{self.config.alias}@{k}", "base", f"{self.config.alias}@{k - 1}"
         agents = {new: {**plain, "model": new}, base: {**plain, "model": f"{self.config.alias}@base"}}
-        matchups = [[new, base]]
+        others = [base]
         if k > 1 or self.config.warm_start:
             agents[prev] = {**plain, "model": prev}
-            matchups.append([new, prev])
-        if self.config.method == "sft":
-            matchups.append([new, new])
+            others.append(prev)
+        seats = self._seats()
+        if seats == 1:  # a one-player game: each model plays alone, compared by its game metrics
+            matchups = [[new], *([o] for o in others)]
+        else:  # the new policy in the first seat, the other model in the rest (flip swaps them)
+            matchups = [[new, *[o] * (seats - 1)] for o in others]
+            if self.config.method == "sft":
+                matchups.append([new] * seats)
         sp = self.config.selfplay
         judges = sp.get("tournament", {}).get("judges") or []
         agents.update({j: sp["agents"][j] for j in judges})
@@ -249,6 +254,18 @@ class Loop:
                                                "repeats": self.config.evaluation.repeats},
                                 "run": sp.get("run", {})}, f"{self.config.name}-eval-{k}")
         return cfg
+
+    def _seats(self) -> int:
+        """How many competing seats the self-play game has (as configured by its game_args)."""
+        from sparring.gameapi import GAMES
+
+        sp = self.config.selfplay
+        cls = GAMES.get(str(sp.get("game")))
+        try:
+            game = cls(cls.Config.model_validate(sp.get("game_args") or {}))
+        except ValueError as e:  # pydantic's ValidationError; the play stage reports it in full
+            raise SparringError(f"{self.file}: selfplay.game_args: {e}") from None
+        return len(game.competitors())
 
     def evaluate(self, k: int) -> dict[str, Any]:
         run_dir = self._run(self.eval_experiment(k), f"eval-{k}")
