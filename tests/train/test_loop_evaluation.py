@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from sparring.analysis.report import write_report
@@ -71,3 +72,24 @@ def test_a_game_without_verdicts_has_no_judge_accuracy(tmp_path):
     assert "judge_accuracy" not in summary and "judge_accuracy" not in expected
     assert summary["vs"] == expected["vs"] and summary["ratings"] == expected["ratings"]
     assert "agreement_rate" in summary["games"]["haggler vs polite"]["metrics"]
+
+
+@pytest.mark.parametrize(("config", "policy", "expected"), [
+    ("scripted-wordle.yaml", "solver", {1: [["p@1"], ["base"]], 2: [["p@2"], ["base"], ["p@1"]]}),
+    ("scripted-dond.yaml", "haggler", {1: [["p@1", "base"], ["p@1", "p@1"]],
+                                       2: [["p@2", "base"], ["p@2", "p@1"], ["p@2", "p@2"]]}),
+])
+def test_the_evaluation_matchups_fit_the_games_seats(tmp_path, config, policy, expected):
+    """A one-player game (Wordle, the coin-flip plug-in) evaluates each model alone; a two-player
+    game plays the new policy against the base, the previous policy and itself."""
+    import yaml
+
+    from sparring.train.loop import Loop
+    from sparring.train.loop_config import LoopConfig
+
+    selfplay = yaml.safe_load((CONFIGS / config).read_text())
+    cfg = LoopConfig.model_validate({"method": "sft", "alias": "p", "output_dir": str(tmp_path), "policy_agent": policy,
+                                     "selfplay": selfplay, "evaluation": {"dataset": selfplay["dataset"]}})
+    loop = Loop(cfg, "loop.yaml", console=Console(quiet=True))
+    for k, matchups in expected.items():
+        assert loop.eval_experiment(k)["tournament"]["matchups"] == matchups
