@@ -11,7 +11,9 @@ become SFT rows for the policy's seats; SFT trains adapter k (optionally on ever
 rows so far, and after a warm start on human games). Either way `ALIAS@k` is registered in the
 loop's models file and held-out cross-play of `ALIAS@k` against the base, against `ALIAS@k−1`
 and (SFT) against itself gives win rates, Bradley–Terry ratings and the game's own metrics
-(judge accuracy; agreement, reward, Pareto-optimal, abort and valid-action rates, dialogue length). Every stage records its completion in `state.json`, so a
+(judge accuracy; agreement, reward, Pareto-optimal, abort and valid-action rates, dialogue length),
+read as typed results from the run's records (in a one-player game each model plays alone and
+the game's metrics compare them). Every stage records its completion in `state.json`, so a
 killed loop rerun with the same command continues at the stage where it stopped and never trains a
 finished iteration again (the games themselves resume inside their run directories). Each stage
 also records the part of the config it depends on (`loop_state.py`): after an edit to the config

@@ -93,3 +93,26 @@ def test_the_evaluation_matchups_fit_the_games_seats(tmp_path, config, policy, e
     loop = Loop(cfg, "loop.yaml", console=Console(quiet=True))
     for k, matchups in expected.items():
         assert loop.eval_experiment(k)["tournament"]["matchups"] == matchups
+
+
+def test_the_loops_evaluate_stage_reads_no_report(tmp_path, monkeypatch):
+    """Loop.evaluate plays the held-out games and summarises them with no report written at all
+    (the report a loop asks for after each run is switched off here)."""
+    import yaml
+
+    import sparring.analysis.report as report
+    from sparring.train.loop import Loop
+    from sparring.train.loop_config import LoopConfig
+
+    selfplay = yaml.safe_load((CONFIGS / "scripted-dond.yaml").read_text())
+    scripted = yaml.safe_load((CONFIGS / "models" / "scripted.yaml").read_text())["models"]
+    cfg = LoopConfig.model_validate({"method": "sft", "alias": "p", "output_dir": str(tmp_path), "policy_agent": "polite",
+                                     "selfplay": selfplay,
+                                     "evaluation": {"dataset": {**selfplay["dataset"], "limit": 3}, "flip": False}})
+    loop = Loop(cfg, "loop.yaml", console=Console(quiet=True))
+    loop._write_models({"models": {"p@1": scripted["scripted-haggler"], "p@base": scripted["scripted-negotiator"]}})
+    monkeypatch.setattr(report, "report_run", lambda run_dir, console: None)
+    summary = loop.evaluate(1)
+    assert not (Path(summary["run_dir"]) / "report").exists()
+    assert set(summary["vs"]) == {"base", "p@1"} and summary["vs"]["base"]["games"] == 3
+    assert set(summary["ratings"]) == {"base", "p@1"} and "agreement_rate" in summary["games"]["base vs p@1"]["metrics"]
