@@ -14,9 +14,10 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from sparring.analysis.measures import WIN_RATE, MatchupResult, measure_values
 from sparring.records.reader import RunData
 from sparring.records.record import EpisodeRecord
-from sparring.stats.ratings import Comparison, bradley_terry, mean_reward_comparisons
+from sparring.stats.ratings import Comparison, RatingTable, bradley_terry, mean_reward_comparisons
 from sparring.stats.stats_tests import bootstrap_ci, mean_or_nan, wilson_interval
 
 
@@ -111,8 +112,8 @@ def seat_summary(records: list[EpisodeRecord], seed: int = 0) -> dict[str, dict[
     return {p: _rate(scores[p], rewards[p], seed) for p in sorted(scores)}
 
 
-def matchups(records: list[EpisodeRecord], seed: int = 0) -> list[dict[str, Any]]:
-    """One row per unordered pair of agents that met (self-play pairs included)."""
+def matchup_results(records: list[EpisodeRecord], seed: int = 0) -> list[MatchupResult]:
+    """One result per unordered pair of agents that met (self-play pairs included)."""
     acc: dict[tuple[str, str], dict[str, list[float]]] = {}
     for rec in records:
         if game_rules(rec.game)[1] == "none":  # cooperative or single-player: no head-to-head
@@ -131,17 +132,17 @@ def matchups(records: list[EpisodeRecord], seed: int = 0) -> list[dict[str, Any]
                 row["score"].append(1.0 if rp > rq else 0.0 if rp < rq else 0.5)
                 row["ra"].append(float(rp))
                 row["rb"].append(float(rq))
-    out = []
-    for (a, b), row in sorted(acc.items()):
-        n, k = len(row["score"]), sum(row["score"])
-        lo, hi = wilson_interval(k, n)
-        out.append({"agent_a": a, "agent_b": b, "games": n, "self_play": a == b,
-                    "a_wins": sum(1 for s in row["score"] if s == 1.0),
-                    "b_wins": sum(1 for s in row["score"] if s == 0.0),
-                    "ties": sum(1 for s in row["score"] if s == 0.5),
-                    "a_win_rate": k / n, "a_win_rate_ci": [lo, hi],
-                    "a_mean_reward": mean_or_nan(row["ra"]), "b_mean_reward": mean_or_nan(row["rb"])})
-    return out
+    return [MatchupResult(agent_a=a, agent_b=b, win_rate=measure_values(WIN_RATE, row["score"], seed=seed),
+                          a_wins=sum(1 for s in row["score"] if s == 1.0),
+                          b_wins=sum(1 for s in row["score"] if s == 0.0),
+                          ties=sum(1 for s in row["score"] if s == 0.5),
+                          a_mean_reward=mean_or_nan(row["ra"]), b_mean_reward=mean_or_nan(row["rb"]))
+            for (a, b), row in sorted(acc.items())]
+
+
+def matchups(records: list[EpisodeRecord], seed: int = 0) -> list[dict[str, Any]]:
+    """`matchup_results` as the rows of stats.json."""
+    return [m.to_dict() for m in matchup_results(records, seed)]
 
 
 def win_matrix(rows: list[dict[str, Any]], agents: list[str]) -> dict[str, Any]:
@@ -160,16 +161,21 @@ def win_matrix(rows: list[dict[str, Any]], agents: list[str]) -> dict[str, Any]:
     return {"agents": agents, "win_rate": rate, "games": games}
 
 
-def ratings(comps: list[Comparison], agents: list[str], n_bootstrap: int, seed: int) -> dict[str, Any]:
-    """Bradley–Terry table as a dict, with a note when ratings cannot say much."""
-    table = bradley_terry(comps, players=agents, n_bootstrap=n_bootstrap, seed=seed).to_dict()
-    rated = [a for a, v in table["players"].items() if v["games"] > 0]
-    table["n_comparisons"] = len(comps)
+def rating_table(comps: list[Comparison], agents: list[str], n_bootstrap: int, seed: int) -> RatingTable:
+    """Bradley–Terry ratings of `agents` (those without games listed, unrated)."""
+    return bradley_terry(comps, players=agents, n_bootstrap=n_bootstrap, seed=seed)
+
+
+def ratings_dict(table: RatingTable, n_comparisons: int) -> dict[str, Any]:
+    """A rating table as stats.json's `ratings`, with a note when ratings cannot say much."""
+    out = table.to_dict()
+    rated = [a for a, v in out["players"].items() if v["games"] > 0]
+    out["n_comparisons"] = n_comparisons
     if len(rated) < 2:
-        table["note"] = "ratings need games between at least two different agents"
-    elif not table["connected"]:
-        table["note"] = "agents form disconnected groups; ratings are comparable only within a group"
-    return table
+        out["note"] = "ratings need games between at least two different agents"
+    elif not out["connected"]:
+        out["note"] = "agents form disconnected groups; ratings are comparable only within a group"
+    return out
 
 
 # -- failures -----------------------------------------------------------------------------------

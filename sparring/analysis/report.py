@@ -23,7 +23,6 @@ import json
 import math
 import os
 import sys
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +32,10 @@ import numpy as np
 from sparring.analysis import metrics as M
 from sparring.analysis import plots as P
 from sparring.analysis.report_sections import ReportContext, ReportSection, section_for
+from sparring.analysis.results import abandoned, run_results
 from sparring.errors import SparringError
 from sparring.numfmt import fmt_num, missing
 from sparring.records.reader import RunData, read_run
-from sparring.records.record import EpisodeRecord
 
 REPORT_DIR = "report"
 
@@ -54,36 +53,12 @@ def jsonable(x: Any) -> Any:
     return x
 
 
-def _sections(run: RunData) -> dict[str, tuple[ReportSection | None, list[EpisodeRecord]]]:
-    by_game: dict[str, list[EpisodeRecord]] = defaultdict(list)
-    for rec in run.episodes:
-        if abandoned(rec):  # left by a (human) player: listed and counted, never rated or measured
-            by_game.setdefault(rec.game, [])
-        else:
-            by_game[rec.game].append(rec)
-    for rec in run.failures:
-        by_game.setdefault(rec.game, [])
-    return {g: (section_for(g), recs) for g, recs in sorted(by_game.items())}
-
-
-def abandoned(rec: EpisodeRecord) -> bool:
-    """An episode a player left before the end (stored aborted, `metrics["abandoned"]`)."""
-    return rec.outcome is not None and bool(rec.outcome.metrics.get("abandoned"))
-
-
 def build_stats(run: RunData, ctx: ReportContext) -> tuple[dict[str, Any], dict[str, Any]]:
-    """All statistics of a run (JSON-able) and the section objects that produced them."""
-    sections = _sections(run)
-    rated: list[EpisodeRecord] = []
-    comps = []
-    for sec, recs in sections.values():
-        mine = sec.rated(recs) if sec else [r for r in recs if r.status == "complete" and r.outcome]
-        rated.extend(mine)
-        custom = sec.comparisons(mine) if sec else None
-        comps.extend(custom if custom is not None else M.comparisons(mine))
-    agents = sorted({s.agent for r in run.episodes + run.failures for p, s in r.seats.items()
-                     if s.role not in M.game_rules(r.game)[0]})
-    match_rows = M.matchups(rated, ctx.seed)
+    """All statistics of a run (JSON-able) and the section objects that produced them: the
+    typed `run_results` written out, plus the tables only the report shows."""
+    res = run_results(run, ctx)
+    sections, rated, agents = res.sections, res.rated, res.agents
+    match_rows = [m.to_dict() for m in res.matchups]
     status = {"complete": 0, "aborted": 0}
     n_left = sum(abandoned(r) for r in run.episodes)
     for r in run.episodes:
@@ -99,7 +74,7 @@ def build_stats(run: RunData, ctx: ReportContext) -> tuple[dict[str, Any], dict[
         "seats": M.seat_summary(rated, ctx.seed),
         "matchups": match_rows,
         "win_matrix": M.win_matrix(match_rows, agents),
-        "ratings": M.ratings(comps, agents, ctx.n_bootstrap, ctx.seed),
+        "ratings": M.ratings_dict(res.ratings, len(res.comparisons)),
         "failures": M.failure_summary(run),
         "usage": M.usage_summary(run.episodes + run.failures),
         "sections": {},

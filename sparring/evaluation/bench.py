@@ -25,9 +25,9 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from sparring.engine.suite import Suite, experiment_config, load_suite, select_games
 from sparring.errors import SparringError, UnknownNameError
 from sparring.evaluation.clemscore import clemscore, episode_quality, fmt, game_score, has_quality
+from sparring.evaluation.suite import Suite, experiment_config, load_suite, select_games
 from sparring.stable_json import json_safe
 
 BENCH_JSON, BENCH_MD = "bench.json", "bench.md"

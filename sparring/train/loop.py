@@ -11,7 +11,9 @@ become SFT rows for the policy's seats; SFT trains adapter k (optionally on ever
 rows so far, and after a warm start on human games). Either way `ALIAS@k` is registered in the
 loop's models file and held-out cross-play of `ALIAS@k` against the base, against `ALIAS@k−1`
 and (SFT) against itself gives win rates, Bradley–Terry ratings and the game's own metrics
-(judge accuracy; agreement, reward, Pareto-optimal, abort and valid-action rates, dialogue length). Every stage records its completion in `state.json`, so a
+(judge accuracy; agreement, reward, Pareto-optimal, abort and valid-action rates, dialogue length),
+read as typed results from the run's records (in a one-player game each model plays alone and
+the game's metrics compare them). Every stage records its completion in `state.json`, so a
 killed loop rerun with the same command continues at the stage where it stopped and never trains a
 finished iteration again (the games themselves resume inside their run directories). Each stage
 also records the part of the config it depends on (`loop_state.py`): after an edit to the config
@@ -22,7 +24,6 @@ stage on purpose, moving that stage's and every later stage's outputs aside.
 from __future__ import annotations
 
 import copy
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -234,12 +235,17 @@ class Loop:
         plain = {key: v for key, v in policy.items() if key not in ("best_of_n", "model")}
         new, base, prev = f"{self.config.alias}@{k}", "base", f"{self.config.alias}@{k - 1}"
         agents = {new: {**plain, "model": new}, base: {**plain, "model": f"{self.config.alias}@base"}}
-        matchups = [[new, base]]
+        others = [base]
         if k > 1 or self.config.warm_start:
             agents[prev] = {**plain, "model": prev}
-            matchups.append([new, prev])
-        if self.config.method == "sft":
-            matchups.append([new, new])
+            others.append(prev)
+        seats = self._seats()
+        if seats == 1:  # a one-player game: each model plays alone, compared by its game metrics
+            matchups = [[new], *([o] for o in others)]
+        else:  # the new policy in the first seat, the other model in the rest (flip swaps them)
+            matchups = [[new, *[o] * (seats - 1)] for o in others]
+            if self.config.method == "sft":
+                matchups.append([new] * seats)
         sp = self.config.selfplay
         judges = sp.get("tournament", {}).get("judges") or []
         agents.update({j: sp["agents"][j] for j in judges})
@@ -251,28 +257,21 @@ class Loop:
                                 "run": sp.get("run", {})}, f"{self.config.name}-eval-{k}")
         return cfg
 
-    def evaluate(self, k: int) -> dict[str, Any]:
-        from sparring.analysis.report import write_report
+    def _seats(self) -> int:
+        """How many competing seats the self-play game has (as configured by its game_args)."""
+        from sparring.gameapi import GAMES
 
-        new = f"{self.config.alias}@{k}"
+        sp = self.config.selfplay
+        cls = GAMES.get(str(sp.get("game")))
+        try:
+            game = cls(cls.Config.model_validate(sp.get("game_args") or {}))
+        except ValueError as e:  # pydantic's ValidationError; the play stage reports it in full
+            raise SparringError(f"{self.file}: selfplay.game_args: {e}") from None
+        return len(game.competitors())
+
+    def evaluate(self, k: int) -> dict[str, Any]:
         run_dir = self._run(self.eval_experiment(k), f"eval-{k}")
-        write_report(run_dir)
-        stats = json.loads((run_dir / "report" / "stats.json").read_text())
-        out: dict[str, Any] = {"run_dir": str(run_dir), "vs": {}}
-        for row in stats["matchups"]:
-            a, b = row["agent_a"], row["agent_b"]
-            if new in (a, b):
-                other = b if a == new else a
-                rate = row["a_win_rate"] if a == new else 1 - row["a_win_rate"]
-                lo, hi = row["a_win_rate_ci"] if a == new else [1 - row["a_win_rate_ci"][1], 1 - row["a_win_rate_ci"][0]]
-                out["vs"][other] = {"win_rate": rate, "ci": [lo, hi], "games": row["games"]}
-        out["ratings"] = {p: {"rating": r["rating"], "ci": [r["ci_low"], r["ci_high"]]}
-                          for p, r in stats["ratings"]["players"].items()}
-        judge = (stats.get("sections", {}).get("debate") or {}).get("judge_accuracy", {}).get("overall")
-        if judge:
-            out["judge_accuracy"] = {"accuracy": judge["accuracy"], "ci": judge["accuracy_ci"], "n": judge["n"]}
-        out["games"] = game_metrics(run_dir, self.config.selfplay["game"])
-        return out
+        return evaluation_summary(run_dir, f"{self.config.alias}@{k}", self.config.selfplay["game"])
 
     # -- the loop ------------------------------------------------------------------------------
     def run(self, restart_from: str | None = None) -> Path:
@@ -338,13 +337,28 @@ def base_entry(config: LoopConfig, file: str) -> dict[str, Any]:
     return {"backend": base.backend, "args": dict(base.args), "sampling": dict(base.sampling)}
 
 
-def game_metrics(run_dir: str | Path, game: str) -> dict[str, Any]:
-    """Per matchup of an evaluation run: the game's headline metrics (`Game.hooks.metrics`),
-    measured from the records as typed values with their intervals, JSON-able for the state."""
+def evaluation_summary(run_dir: str | Path, new: str, game: str) -> dict[str, Any]:
+    """What the loop keeps of an evaluation run (state.json's `evaluate`), read from the run's
+    records as typed results (`sparring.analysis.results`), never from its report: `new`'s win
+    rate against each other agent, every agent's rating, the judge accuracy (a game that
+    declares one) and the game's headline metrics per matchup, each with its interval."""
     from sparring.analysis.measures import matchup_metrics
-    from sparring.records.reader import iter_records
+    from sparring.analysis.results import run_results
+    from sparring.records.reader import read_run
 
-    return {name: m.to_dict() for name, m in matchup_metrics(iter_records(run_dir), game).items()}
+    run = read_run(run_dir, transcripts=False)
+    results = run_results(run)
+    out: dict[str, Any] = {"run_dir": str(run_dir), "vs": {
+        other: {"win_rate": v.value, "ci": _pair(v.ci), "games": v.n} for other, v in results.vs(new).items()}}
+    out["ratings"] = {p: {"rating": v.value, "ci": _pair(v.ci)} for p, v in results.rating_values().items()}
+    if (judge := results.judge_accuracy(game)) is not None:
+        out["judge_accuracy"] = {"accuracy": judge.value, "ci": _pair(judge.ci), "n": judge.n}
+    out["games"] = {name: m.to_dict() for name, m in matchup_metrics(run.episodes + run.failures, game).items()}
+    return out
+
+
+def _pair(ci: tuple[float, float] | None) -> list[float | None]:
+    return list(ci) if ci is not None else [None, None]
 
 
 def load_loop(name_or_path: str) -> tuple[LoopConfig, str]:

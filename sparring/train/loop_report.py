@@ -7,9 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-
-def _fmt(v: Any) -> str:
-    return "–" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
+from sparring.numfmt import fmt_num
 
 
 def _rate(block: dict[str, Any] | None) -> str:
@@ -29,8 +27,8 @@ def loop_report(out_dir: Path, config: Any, state: dict[str, Any]) -> Path:
         prev_block = (ev.get("vs") or {}).get(f"{config.alias}@{k - 1}")
         rating = (ev.get("ratings") or {}).get(new, {}).get("rating")
         judge = ev.get("judge_accuracy") or {}
-        rows.append(f"| {k} | {ex.get('pairs', '–')} | {_fmt(tr.get('loss'))} | {_rate(base_block)} | "
-                    f"{_rate(prev_block)} | {_fmt(rating)} | {_fmt(judge.get('accuracy'))} | "
+        rows.append(f"| {k} | {ex.get('pairs', '–')} | {fmt_num(tr.get('loss'))} | {_rate(base_block)} | "
+                    f"{_rate(prev_block)} | {fmt_num(rating)} | {fmt_num(judge.get('accuracy'))} | "
                     f"{', '.join(it.get('done', [])) or '–'} |")
         if base_block:
             xs.append(k)
@@ -42,13 +40,15 @@ def loop_report(out_dir: Path, config: Any, state: dict[str, Any]) -> Path:
     text = "\n".join([
         f"# {'Iterative DPO' if config.method == 'dpo' else 'Self-play SFT'}: {config.name}", "",
         f"Base model `{config.train.model}`; adapters registered as `{config.alias}@k` in `{out_dir / 'models.yaml'}`.",
-        "", "| iteration | DPO pairs | DPO loss | win rate vs base [95% CI] | vs previous | BT rating | "
-        "judge accuracy | stages done |", "|---|---|---|---|---|---|---|---|", *rows, "",
+        "", f"| iteration | {'DPO pairs | DPO loss' if config.method == 'dpo' else 'SFT rows | SFT loss'} | "
+        "win rate vs base [95% CI] | vs previous | BT rating | judge accuracy | stages done |",
+        "|---|---|---|---|---|---|---|---|", *rows, "",
         *([f"![win rate per iteration]({plot.name})", ""] if plot else []),
         *preference,
         *games,
-        "Win rates count the new policy's debates (both sides, judged by the configured judge) on the held-out "
-        "evaluation questions; a tie counts half. Bradley–Terry ratings are on the Elo scale (anchor 1000).", ""])
+        "Win rates count the new policy's games against each model on the held-out evaluation instances (both "
+        "seatings with `evaluation.flip`; a debate judged by the configured judge); a tie counts half. "
+        "Bradley–Terry ratings are on the Elo scale (anchor 1000).", ""])
     path = out_dir / "report.md"
     path.write_text(text, encoding="utf-8")
     return path
@@ -63,7 +63,7 @@ def preference_summary(metrics: dict[str, float]) -> str | None:
     """One console line for a DPO iteration's last logged step (None when it logged no rewards)."""
     if "rewards/margins" not in metrics:
         return None
-    return ", ".join(f"{label} {_fmt(metrics.get(key))}" for key, label in PREFERENCE_COLUMNS)
+    return ", ".join(f"{label} {fmt_num(metrics.get(key))}" for key, label in PREFERENCE_COLUMNS)
 
 
 def preference_rows(out_dir: Path, config: Any, state: dict[str, Any]) -> list[str]:
@@ -74,7 +74,7 @@ def preference_rows(out_dir: Path, config: Any, state: dict[str, Any]) -> list[s
         if "rewards/margins" not in metrics:
             continue
         points.append((k, metrics))
-        lines.append(f"| {k} | " + " | ".join(_fmt(metrics.get(key)) for key, _ in PREFERENCE_COLUMNS) + " |")
+        lines.append(f"| {k} | " + " | ".join(fmt_num(metrics.get(key)) for key, _ in PREFERENCE_COLUMNS) + " |")
     if not lines:
         return []
     plot = _plot_preference(out_dir, points)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from sparring.engine.loader import config_from_data, resolve
-from sparring.engine.suite import experiment_config, find_suite, load_suite, select_games
 from sparring.errors import ConfigError, UnknownNameError
+from sparring.evaluation.suite import experiment_config, find_suite, load_suite, select_games
 from sparring.gameapi.game import GAMES
 
 SHIPPED = ("suite", "bench-quickstart")

@@ -49,7 +49,8 @@ def test_the_readme_example_is_the_tested_plugin():
 def test_a_plugin_game_is_scored_played_exported_and_reported_with_no_edit_to_sparring(tmp_path):
     """The done-when of issue 26: the plug-in folder's hooks (tests/plugins/coinflip/sparring_coinflip/
     hooks.py) alone make it play in `sparring run`, score in `sparring bench`, play in the web app,
-    export SFT rows (from runs and from its human data) and show its metrics in a loop report."""
+    export SFT rows (from runs and from its human data) and train in a self-play SFT loop whose
+    report shows its metrics."""
     import shutil
 
     for path in PLUGIN.iterdir():
@@ -70,12 +71,20 @@ def test_a_plugin_game_is_scored_played_exported_and_reported_with_no_edit_to_sp
     game = out["bench"]["games"]["coinflip"]["models"]["guesser"]
     assert game["played"] == 4 and game["quality"] == pytest.approx(100.0 * sum(heads.values()) / 4)
     assert out["bench"]["clemscore"]["guesser"]["clemscore"] == game["score"] == game["quality"]
-    # a loop report: the game's metric (from its hooks) per matchup, with its Wilson interval
-    [row] = out["loop_metrics"].values()
-    correct = row["metrics"]["correct"]
-    assert row["episodes"] == 4 and correct["value"] == pytest.approx(sum(heads.values()) / 4)
-    assert correct["direction"] == "higher" and correct["interval"] == "wilson" and len(correct["ci"]) == 2
-    assert "correct (↑)" in out["loop_report"] and "| 1 | g | 4 | 0." in out["loop_report"]
+    # a real training loop: every stage ran, the plug-in's metric (from its hooks) per model in the
+    # evaluation (coin@1 and the base each play alone), with its Wilson interval, in the report
+    it = out["loop_state"]["iterations"]["1"]
+    assert it["done"] == ["play", "export", "train", "register", "evaluate"]
+    assert it["export"]["rows"] > 0 and it["train"]["steps"] == 1 and it["register"]["alias"] == "coin@1"
+    games = it["evaluate"]["games"]
+    assert set(games) == {"coin@1", "base"} and all(g["episodes"] == 2 for g in games.values())
+    for g in games.values():
+        correct = g["metrics"]["correct"]
+        assert correct["direction"] == "higher" and correct["interval"] == "wilson" and correct["n"] == 2
+        assert 0.0 <= correct["value"] <= 1.0 and len(correct["ci"]) == 2
+    assert it["evaluate"]["vs"] == {}  # one player: nobody to beat, no win rates
+    assert "## Game metrics on held-out instances" in out["loop_report"] and "correct (↑)" in out["loop_report"]
+    assert "| 1 | coin@1 | 2 | " in out["loop_report"] and "| 1 | base | 2 | " in out["loop_report"]
     # the web app: the play page offers the text box with the game's hint, the stored episode is the person's
     assert 'id="text-form"' in out["web_turn_page"] and "GUESS: heads or GUESS: tails" in out["web_turn_page"]
     assert "Game over: complete" in out["web_end_page"]

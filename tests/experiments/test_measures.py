@@ -46,3 +46,26 @@ def test_matchup_metrics_use_the_games_own_metrics_per_matchup():
     assert ab.values["invalid_output_rate"].value == pytest.approx(1 / 9)  # 1 rejected of 1 + 8 outputs
     assert ab.reward_by_agent == {"a": 0.5, "b": 0.5}  # each sat once in the winning seat
     assert ab.to_dict()["metrics"]["agreement_rate"]["ci"] == pytest.approx(list(wilson_interval(1, 2)))
+
+
+def test_matchup_results_give_each_sides_win_rate_and_ratings_their_intervals():
+    """The typed results stats.json is written from: agent_b's win rate mirrors agent_a's, the
+    rating table becomes values with intervals (None for an agent without games)."""
+    from sparring.analysis.measures import WIN_RATE, rating_values
+    from sparring.analysis.metrics import matchup_results, rating_table
+
+    recs = [_rec(0, ("a", "b")), _rec(1, ("b", "a")), _rec(2, ("a", "b"))]  # Player_1 always wins
+    [m] = matchup_results(recs)
+    assert (m.agent_a, m.agent_b, m.games, m.a_wins, m.b_wins) == ("a", "b", 3, 2, 1)
+    assert m.win_rate.value == pytest.approx(2 / 3) and m.win_rate.ci == pytest.approx(wilson_interval(2, 3))
+    b = m.win_rate_of("b")
+    assert b.metric is WIN_RATE and b.value == pytest.approx(1 / 3) and b.n == 3
+    assert b.ci == pytest.approx((1 - m.win_rate.ci[1], 1 - m.win_rate.ci[0]))
+    assert m.to_dict()["a_win_rate_ci"] == list(m.win_rate.ci)
+    with pytest.raises(KeyError):
+        m.win_rate_of("c")
+    from sparring.analysis.metrics import comparisons
+
+    values = rating_values(rating_table(comparisons(recs), ["a", "b", "c"], n_bootstrap=50, seed=0))
+    assert values["a"].value > values["b"].value and values["a"].n == 3 and values["a"].ci is not None
+    assert values["c"].value is None and values["c"].ci is None and values["c"].n == 0

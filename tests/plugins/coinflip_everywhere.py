@@ -1,6 +1,6 @@
 """Run by tests/engine/test_plugin_game.py in a fresh interpreter with tests/plugins/coinflip on
-the path: the plug-in game through every layer of sparring (run, bench, web play, SFT export,
-loop report), printing what each produced as one JSON object. Argument: a scratch directory
+the path: the plug-in game through every layer of sparring (run, bench, web play, SFT export, a
+self-play SFT training loop), printing what each produced as one JSON object. Argument: a scratch directory
 holding copies of the plug-in's YAML and JSONL files."""
 
 from __future__ import annotations
@@ -37,20 +37,28 @@ sparring("bench", "guesser", "--suite", str(work / "bench.yaml"), "--models-file
          "-o", str(work / "bench"), "--quiet")
 out["bench"] = json.loads((work / "bench" / "bench.json").read_text())
 
-# a training loop's report: the game's metrics per held-out matchup, from the evaluation run
-from sparring.train.loop import game_metrics  # noqa: E402
-from sparring.train.loop_config import LoopConfig  # noqa: E402
-from sparring.train.loop_report import loop_report  # noqa: E402
+# a real self-play SFT training loop on the game: a tiny random model plays (its unreadable reply
+# stands as a wrong guess after one correction), its games become SFT rows, one training step,
+# ALIAS@1 registered, held-out evaluation of coin@1 and the base (each alone: a one-player game),
+# and the loop's report with the game's metric per model
+import yaml  # noqa: E402
 
-config = LoopConfig.model_validate({
-    "alias": "coin", "iterations": 1, "policy_agent": "g",
-    "selfplay": json.loads(json.dumps(__import__("yaml").safe_load((work / "coins.yaml").read_text()))),
-    "train": {"model": "unused"}, "evaluation": {"dataset": {"name": "coins", "args": {"n": 4}}}})
-metrics = game_metrics(work / "runs" / "c", "coinflip")
-out["loop_metrics"] = metrics
-state = {"iterations": {"1": {"evaluate": {"games": metrics}, "done": ["evaluate"]}}}
-(work / "loop").mkdir()
-out["loop_report"] = loop_report(work / "loop", config, state).read_text()
+from sparring.models.tiny import save_tiny_model  # noqa: E402
+from sparring.train.loop import Loop, load_loop  # noqa: E402
+
+selfplay = yaml.safe_load((work / "coins.yaml").read_text())
+selfplay["agents"]["g"]["sampling"] = {"max_new_tokens": 4, "temperature": 1.0}
+loop_file = work / "coin-loop.yaml"
+loop_file.write_text(yaml.safe_dump({
+    "method": "sft", "alias": "coin", "iterations": 1, "policy_agent": "g", "output_dir": str(work / "loop"),
+    "models_file": str(work / "models.yaml"), "selfplay": selfplay, "export": {"keep": "all"},
+    "train": {"method": "sft", "model": str(save_tiny_model(work / "tiny", seed=0)), "max_steps": 1,
+              "batch_size": 2, "max_length": 512},
+    "evaluation": {"dataset": {"name": "coins", "args": {"n": 2}}, "flip": False}}))
+config, file = load_loop(str(loop_file))
+report = Loop(config, file).run()
+out["loop_report"] = report.read_text()
+out["loop_state"] = json.loads((work / "loop" / "state.json").read_text())
 
 # the web app: a person plays the guesser through the play page, the episode is stored
 from fastapi.testclient import TestClient  # noqa: E402

@@ -17,9 +17,21 @@ def quality(m: Metrics) -> float | None:
     return None if p is None else 100.0 * float(p)
 
 
+def hit(p: float) -> float:
+    """A probability read as a pick: 1 above one half, 0 below, a 50/50 verdict half a hit."""
+    return 1.0 if p > 0.5 + 1e-9 else 0.0 if p < 0.5 - 1e-9 else 0.5
+
+
+def judge_hit(m: Metrics) -> float | None:
+    """Did the verdict pick the correct answer (None without a verdict)? The report's judge
+    accuracy tables count the same way (`report_stats`)."""
+    p = m.get("p_correct")
+    return None if p is None else hit(float(p))
+
+
 METRICS = (
-    Metric("judge_correct", "higher", "wilson", "the judge's verdict names the correct answer",
-           value=lambda m: None if m.get("judge_correct") is None else float(bool(m["judge_correct"]))),
+    Metric("judge_accuracy", "higher", "wilson", "the judge's verdict picks the correct answer (a 50/50 "
+           "verdict counts half)", value=judge_hit),
     Metric("p_correct", "higher", "bootstrap", "the judge's probability of the correct answer"),
 )
 

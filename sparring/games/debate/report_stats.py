@@ -17,6 +17,7 @@ from itertools import combinations
 from typing import Any
 
 from sparring.analysis.metrics import player_scores
+from sparring.games.debate.hooks import hit
 from sparring.records.record import EpisodeRecord
 from sparring.stats.calibration import judge_reliability
 from sparring.stats.ratings import Comparison, bradley_terry
@@ -62,10 +63,6 @@ def debater_agents(rec: Rec) -> str:
     return " vs ".join(s.agent for p, s in sorted(rec.seats.items()) if s.role != "judge") or "(none)"
 
 
-def _hit(p: float) -> float:
-    return 1.0 if p > 0.5 + 1e-9 else 0.0 if p < 0.5 - 1e-9 else 0.5
-
-
 # -- judge accuracy -----------------------------------------------------------------------------
 def pair_key(rec: Rec) -> tuple:
     """Episodes of one question that differ only in `flip` share this key."""
@@ -84,7 +81,7 @@ def flipped_pairs(records: Iterable[Rec]) -> list[tuple[Rec, Rec]]:
 
 def pair_accuracy(pairs: list[tuple[float, float]]) -> dict[str, Any]:
     """A pair is correct when P(correct) summed over both seatings exceeds 1 (= 1 counts half)."""
-    hits = [_hit((a + b) / 2) for a, b in pairs]
+    hits = [hit((a + b) / 2) for a, b in pairs]
     k, n = sum(hits), len(hits)
     return {"n": n, "correct": k, "accuracy": k / n if n else math.nan,
             "accuracy_ci": list(wilson_interval(k, n)),
@@ -92,7 +89,7 @@ def pair_accuracy(pairs: list[tuple[float, float]]) -> dict[str, Any]:
 
 
 def accuracy_block(ps: list[float], pairs: list[tuple[float, float]], seed: int) -> dict[str, Any]:
-    k, n = sum(_hit(p) for p in ps), len(ps)
+    k, n = sum(hit(p) for p in ps), len(ps)
     return {"n": n, "correct": k, "accuracy": k / n if n else math.nan,
             "accuracy_ci": list(wilson_interval(k, n)), "mean_p_correct": mean_or_nan(ps),
             "mean_p_correct_ci": list(bootstrap_ci(ps, seed=seed)), "pairs": pair_accuracy(pairs)}
@@ -167,7 +164,7 @@ def _bias_block(recs: list[Rec]) -> dict[str, Any]:
         if first is None:
             continue
         probs.append(float(pr[first]))
-        picks.append(_hit(float(pr[first])))
+        picks.append(hit(float(pr[first])))
     decided = [x for x in picks if x != 0.5]
     k, n = sum(picks), len(picks)
     return {"n": n, "first_side": sorted(m(recs[0]).get("probs") or {"?": 0})[0] if recs else None,

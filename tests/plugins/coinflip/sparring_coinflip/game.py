@@ -1,4 +1,5 @@
-"""Coin flip: one player guesses the hidden side of a coin (`GUESS: heads`); 1 point if right."""
+"""Coin flip: one player guesses the hidden side of a coin (`GUESS: heads`); 1 point if right.
+A reply without a guess is corrected once; after that it stands as a wrong guess."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ class CoinState:
     instance: CoinInstance
     seat: Seat
     guess: str | None = None
+    corrected: bool = False
     events: list[Event] = field(default_factory=list)
 
 
@@ -71,9 +73,11 @@ class CoinFlip(Game[CoinInstance, CoinState]):
 
     def act(self, state, player, action: Action) -> Feedback:
         text = (action.text or "").lower()
-        if "guess:" not in text:
+        if "guess:" not in text and not state.corrected:
+            state.corrected = True
             return Feedback(accepted=False, correction="Reply as GUESS: heads or GUESS: tails.")
-        state.guess = text.split("guess:", 1)[1].strip().split()[0] if text.split("guess:", 1)[1].strip() else "?"
+        words = text.split("guess:", 1)[1].split() if "guess:" in text else []
+        state.guess = words[0] if words else "?"
         state.events.append(Event(index=0, player=player, tag="guess", content=state.guess))
         return Feedback()
 
