@@ -4,11 +4,11 @@ then the final policy judged by the base model itself.
 
 Training debates are the generated dataset's `train` split, held-out ones its `test` split (ids
 checked disjoint). Each iteration the policy plays branched self-play debates judged by the quote
-judge; sibling continuations become soft DPO pairs (the existing loop, `sparring.train.loop`). The
-held-out evaluation plays every instance twice (sides flipped) trained-vs-base, greedy: win rate
-of the trained debater under the quote judge (ties count half, Wilson interval), its mean judge
-probability and the paired per-instance difference against the base playing itself in the same
-seats (which removes the judge's seat bias).
+judge; sibling continuations become DPO pairs, the speech the judge preferred as chosen (the
+existing loop, `sparring.train.loop`). The held-out evaluation plays every instance four times
+(both answer assignments, both seat orders) trained-vs-base, greedy: win rate of the trained
+debater under the quote judge (ties count half, Wilson interval), its mean judge probability and
+the paired per-instance difference against the base playing itself in the same seats.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from sparring.train.learning.results import Experiment, Stage, mean, paired, rat
 SIZES: dict[str, dict[str, Any]] = {
     "quick": {"train": 2, "heldout": 2, "iterations": 2, "tokens": 16, "max_pairs": 2, "max_length": 1024,
               "max_steps": 1},
-    "full": {"train": 16, "heldout": 32, "iterations": 2, "tokens": 48, "max_pairs": 16, "max_length": 1024,
+    # full: 24 held-out questions x 2 answer assignments x 2 seat orders = 96 debates per evaluation
+    "full": {"train": 32, "heldout": 24, "iterations": 2, "tokens": 48, "max_pairs": 32, "max_length": 1024,
              "max_steps": -1},
 }
 GAME = {"format": "debate", "rounds": 1}
@@ -46,23 +47,28 @@ def _loop_config(ctx: Context, size: dict[str, Any]) -> Any:
                      "tournament": {"type": "self_play", "participants": ["policy"], "judges": ["judge"], "flip": True},
                      "branch": {"target": "policy", "k": 2, "mode": "half", "depth": 1},
                      "run": {"seed": 0, "max_live": 16}},
-        "export": {"target": "prob", "gamma": 1.0, "min_gap": 0.0, "max_pairs": size["max_pairs"]},
+        # hard labels (standard DPO): the quote judge's probabilities of two sibling speeches differ by
+        # ~0.2-0.6, so soft targets sigmoid(difference) sit at 0.55-0.65 and the loss starts at its
+        # floor (measured: loss 0.693, no held-out change after one iteration); near-ties dropped
+        "export": {"target": "binary", "min_gap": 0.05, "max_pairs": size["max_pairs"]},
         "train": {"method": "dpo", "model": ctx.model, "learning_rate": 2e-4, "epochs": 1, "batch_size": 2,
                   "max_steps": size["max_steps"],
                   "max_length": size["max_length"], "lora": {"r": 8, "alpha": 16},
-                  "dpo": {"beta": 0.1, "soft": True}},
+                  "dpo": {"beta": 0.1}},
         "evaluation": {"dataset": {"name": "generated", "split": "test", "limit": size["heldout"], "args": DATA_ARGS}}})
 
 
 def evaluate(ctx: Context, policy: str, judge: str, name: str, size: dict[str, Any]) -> tuple[dict, dict, float]:
-    """Policy vs base on every held-out debate, both side assignments, greedy."""
+    """Policy vs base on every held-out debate: both answer assignments (`flip`) and both seat
+    orders (the first speaker has an edge under the quote judge), greedy."""
     sampling = {"temperature": 0.0, "max_new_tokens": size["tokens"]}
     cfg = {"game": "debate", "game_args": GAME,
            "dataset": {"name": "generated", "split": "test", "limit": size["heldout"], "args": DATA_ARGS},
            "agents": {"policy": {"role": "debater", "model": policy, "sampling": sampling},
                       "base": {"role": "debater", "model": ctx.label, "sampling": sampling},
                       "judge": {"role": "judge", "model": judge}},
-           "tournament": {"type": "custom", "matchups": [["policy", "base"]], "judges": ["judge"], "flip": True},
+           "tournament": {"type": "custom", "matchups": [["policy", "base"], ["base", "policy"]], "judges": ["judge"],
+                          "flip": True},
            "run": {"seed": 0, "max_live": 16}}
     records, seconds, _ = ctx.play(cfg, name)
     wins, probs, quotes = [], [], []
@@ -134,8 +140,9 @@ def run(ctx: Context) -> Experiment:
 
 def _new(ctx: Context, training: set[str], heldout: list[str]) -> Experiment:
     return Experiment(
-        name="debate-dpo", description="Debate: iterative soft DPO from branched self-play judged by the "
-        "scripted quote judge; held-out flipped debates, trained vs base, greedy.", model=ctx.label,
+        name="debate-dpo", description="Debate: iterative DPO from branched self-play judged by the "
+        "scripted quote judge (hard labels: the sibling the judge preferred); held-out debates with both answer "
+        "assignments and both seat orders, trained vs base, greedy.", model=ctx.label,
         primary="win_rate", training_ids=sorted(training), heldout_ids=heldout,
         target="win rate vs base >= 0.70 under the quote judge on >= 64 held-out flipped debates, "
                "interval excluding 0.5, within 2 iterations")
