@@ -14,6 +14,12 @@ listed in `problems` with the reader's own warning; first valid line per id wins
 episodes.jsonl; in failures.jsonl the latest attempt per id counts, unless the id was since
 stored as done. Until every line is summarised, `entries` may still hold a bad line that no
 page has shown yet. Sorted orders are cached per key (`order`) until the index changes.
+
+Persistent summaries (`sidecar`): once every line of a file is summarised, the entries are
+written to `.index/<file>.summary` in the run directory (in the background; the store also
+writes them when it closes a run). A new index (another server, a restart) starts from a valid
+sidecar, so it parses no line the sidecar covers, only a grown file's new tail; a stale,
+corrupt or unwritable sidecar just means the file is scanned and summarised as above.
 """
 
 from __future__ import annotations
@@ -205,6 +211,7 @@ class RunIndex:
         self.run_dir = Path(run_dir)
         self.persist = persist  # load and write the persistent summaries (`sidecar`)
         self.writable = True  # False once a sidecar could not be written (read-only directory)
+        self.parsed = 0  # lines whose summary was parsed from the file (not loaded from a sidecar)
         self._episodes, self._failures = _FileScan(), _FileScan()
         self._lock = threading.Lock()
         self._summary_lock = threading.Lock()
@@ -311,6 +318,7 @@ class RunIndex:
             mine = [e for e in entries if e.file == name and not e.summarized]
             if mine:
                 bad += summarize(self.run_dir / name, mine)
+                self.parsed += len(mine)
         if bad:
             with self._lock:
                 self._rebuild()
