@@ -8,7 +8,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sparring.records.record import EpisodeRecord
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -49,24 +52,38 @@ class IndexEntry:
     def fill(self, obj: dict[str, Any]) -> None:
         """Take the table's fields from a record's JSON (transcript left out)."""
         outcome = _dict(obj.get("outcome"))
-        self.game, self.experiment = str(obj.get("game", "")), str(obj.get("experiment", ""))
-        self.instance_id, self.matchup = str(obj.get("instance_id", "")), str(obj.get("matchup", ""))
-        self.status = str(obj.get("status", ""))
-        self.seats = {str(p): {k: str(s.get(k, "")) for k in ("agent", "model", "role")}
-                      for p, s in _dict(obj.get("seats")).items() if isinstance(s, dict)}
-        self.winner, self.reason = outcome.get("winner"), outcome.get("reason")
-        self.rewards = _rewards(outcome.get("rewards"))
-        self.best_reward = max(self.rewards.values()) if self.rewards else None
-        self.metrics = _summary_metrics(outcome.get("metrics"))
-        p = self.metrics.get("p_correct")
+        self._set(str(obj.get("game", "")), str(obj.get("experiment", "")), str(obj.get("instance_id", "")),
+                  str(obj.get("matchup", "")), str(obj.get("status", "")),
+                  {str(p): {k: str(s.get(k, "")) for k in ("agent", "model", "role")}
+                   for p, s in _dict(obj.get("seats")).items() if isinstance(s, dict)},
+                  outcome.get("winner"), outcome.get("reason"), _rewards(outcome.get("rewards")),
+                  _summary_metrics(outcome.get("metrics")), obj.get("error"), float(obj.get("started_at") or 0.0),
+                  float(obj.get("duration_s") or 0.0), int(obj.get("repeat") or 0), bool(obj.get("flip", False)))
+
+    def fill_record(self, rec: EpisodeRecord) -> None:
+        """`fill` from a validated record (whose fields already have the types `fill` makes)."""
+        o = rec.outcome
+        self._set(rec.game, rec.experiment, rec.instance_id, rec.matchup, rec.status,
+                  {p: {"agent": s.agent, "model": s.model, "role": s.role} for p, s in rec.seats.items()},
+                  o.winner if o else None, o.reason if o else None, dict(o.rewards) if o else {},
+                  _summary_metrics(o.metrics) if o else {}, rec.error, rec.started_at, rec.duration_s, rec.repeat,
+                  rec.flip)
+
+    def _set(self, game: str, experiment: str, instance_id: str, matchup: str, status: str,
+             seats: dict[str, dict[str, str]], winner: str | None, reason: str | None, rewards: dict[str, float],
+             metrics: dict[str, Any], error: str | None, started_at: float, duration_s: float, repeat: int,
+             flip: bool) -> None:
+        self.game, self.experiment, self.instance_id, self.matchup, self.status = (game, experiment, instance_id,
+                                                                                   matchup, status)
+        self.seats, self.winner, self.reason, self.rewards, self.metrics = seats, winner, reason, rewards, metrics
+        self.best_reward = max(rewards.values()) if rewards else None
+        p = metrics.get("p_correct")
         self.judge_probability = float(p) if isinstance(p, (int, float)) and not isinstance(p, bool) else None
-        self.error = obj.get("error")
-        self.started_at = float(obj.get("started_at") or 0.0)
-        self.duration_s = float(obj.get("duration_s") or 0.0)
-        self.repeat, self.flip = int(obj.get("repeat") or 0), bool(obj.get("flip", False))
-        outcome_words = f"winner {self.winner}" if self.winner else ("no winner" if self.status == "complete" else "")
-        self.search = " ".join((self.id, self.matchup, self.instance_id, *self.agents, outcome_words,
-                                str(self.reason or ""), (self.error or "").split("\n")[0][:120])).lower()
+        self.error, self.started_at, self.duration_s, self.repeat, self.flip = (error, started_at, duration_s,
+                                                                                repeat, flip)
+        outcome_words = f"winner {winner}" if winner else ("no winner" if status == "complete" else "")
+        self.search = " ".join((self.id, matchup, instance_id, *self.agents, outcome_words, str(reason or ""),
+                                (error or "").split("\n")[0][:120])).lower()
         self.summarized = True
 
     def flag(self, problem: str) -> None:

@@ -134,19 +134,46 @@ def summarize(path: Path, entries: list[IndexEntry]) -> int:
     if not todo:
         return bad
     with open(path, "rb") as f:
-        for e in todo:
-            f.seek(e.offset)
-            obj = _parse_summary(f.read(e.length))
-            warnings: list[str] = []
-            if obj is None:
-                e.flag(torn_line(path.name, e.line_no))
-            elif check_record(obj, path.name, e.line_no, transcripts=False, warnings=warnings) is None:
-                e.flag(warnings[0] if warnings else f"{path.name}:{e.line_no}: skipped unreadable record")
-            else:
-                e.fill(obj)
-                continue
-            bad += 1
+        try:
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError:  # emptied since the scan: every line is gone (torn)
+            mm = None
+        try:
+            for e in todo:
+                if mm is not None and _fast_fill(mm, e):
+                    continue
+                f.seek(e.offset)
+                obj = _parse_summary(f.read(e.length))
+                warnings: list[str] = []
+                if obj is None:
+                    e.flag(torn_line(path.name, e.line_no))
+                elif check_record(obj, path.name, e.line_no, transcripts=False, warnings=warnings) is None:
+                    e.flag(warnings[0] if warnings else f"{path.name}:{e.line_no}: skipped unreadable record")
+                else:
+                    e.fill(obj)
+                    continue
+                bad += 1
+        finally:
+            if mm is not None:
+                mm.close()
     return bad
+
+
+def _fast_fill(mm: mmap.mmap, e: IndexEntry) -> bool:
+    """The common case in one pass: the line's head and tail joined (transcript cut out, nothing
+    copied but them) and validated by pydantic's JSON parser; False for anything else (the line
+    then takes the general path above, which gives the reader's warning, so the rule is one)."""
+    start, end = e.offset, e.offset + e.length
+    head_end = mm.find(_HEAD_END, start, end)
+    tail_start = mm.rfind(_TAIL_START, start, end)
+    if head_end <= start or tail_start <= head_end:
+        return False
+    try:
+        rec = EpisodeRecord.model_validate_json(mm[start:head_end] + b"," + mm[tail_start + 1:end])
+    except ValueError:  # pydantic's ValidationError, also for JSON it cannot parse
+        return False
+    e.fill_record(rec)
+    return True
 
 
 @dataclass

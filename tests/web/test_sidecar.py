@@ -209,3 +209,31 @@ def test_a_restarted_web_app_serves_the_same_sorted_page_without_parsing(tmp_pat
             assert index.save()
     (first, parsed_first), (second, parsed_second) = pages
     assert parsed_first > 0 and parsed_second == 0 and first == second and "ep0000" in first
+
+
+def test_the_one_pass_summary_equals_the_general_path_line_by_line(tmp_path: Path):
+    """`_fast_fill` (joined head and tail, validated by pydantic's JSON parser) and the general
+    path (parsed, checked by `check_record`, then `fill`) give every line the same summary."""
+    import mmap
+
+    from sparring.records.entry import IndexEntry
+    from sparring.records.index import _fast_fill, _parse_summary, scan
+
+    run = write_run(tmp_path / "r", 6, failed=2)
+    odd = json.loads((run / "episodes.jsonl").read_bytes().splitlines()[0])
+    odd.update(id="odd", repeat=2, flip=True, started_at=17, duration_s=3)
+    odd["outcome"].update(rewards={"Debater_A": 1, "Debater_B": 0}, reason="deal", winner=None)
+    odd["outcome"]["metrics"]["nested"] = {"dropped": True}
+    with open(run / "episodes.jsonl", "ab") as f:
+        f.write(json.dumps(odd, separators=(",", ":")).encode() + b"\n")  # as the store writes
+    for name in ("episodes.jsonl", "failures.jsonl"):
+        entries, _, _ = scan(run / name)
+        data = (run / name).read_bytes()
+        with open(run / name, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            for e in entries:
+                fast = IndexEntry(e.id, e.file, e.offset, e.length, e.line_no)
+                assert _fast_fill(mm, fast)
+                general = IndexEntry(e.id, e.file, e.offset, e.length, e.line_no)
+                general.fill(_parse_summary(data[e.offset:e.offset + e.length]))
+                assert [getattr(fast, k) for k in FIELDS] == [getattr(general, k) for k in FIELDS], e.id
+    assert fast.status == "failed" and fast.error == "RuntimeError: boom"
