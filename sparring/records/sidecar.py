@@ -35,7 +35,7 @@ from sparring import __version__
 from sparring.records.entry import IndexEntry
 from sparring.records.record import EpisodeRecord
 
-FORMAT = "sparring-episode-index/1"
+FORMAT = "sparring-episode-index/1"  # bump when what `IndexEntry.fill` keeps, or how, changes
 INDEX_DIR = ".index"
 _EDGE = 1 << 16  # bytes hashed at each end of the covered part
 _STRIDE = 16  # every 16th line is checked against the file (all 10,000: 10 ms)
