@@ -29,6 +29,7 @@ import mmap
 import os
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ from sparring.records.reader import check_record, torn_line
 from sparring.records.record import EpisodeRecord
 
 _SUMMARY_DELAY_S = 0.5  # the background summary pass starts after the first page is served
+_SAVE_EVERY_S = 30.0  # a live run's sidecar is rewritten at most this often (the store writes it at close)
 _HEAD_END = b',"events":'  # records are serialised in field order: the transcript follows the outcome
 _TAIL_START = b',"state":'  # ... and the fields after it (error, duration, usage) come last
 
@@ -239,6 +241,7 @@ class RunIndex:
         self.persist = persist  # load and write the persistent summaries (`sidecar`)
         self.writable = True  # False once a sidecar could not be written (read-only directory)
         self.parsed = 0  # lines whose summary was parsed from the file (not loaded from a sidecar)
+        self._saved_at = float("-inf")  # when a background save last started
         self._episodes, self._failures = _FileScan(), _FileScan()
         self._lock = threading.Lock()
         self._summary_lock = threading.Lock()
@@ -352,13 +355,16 @@ class RunIndex:
         return entries
 
     def summarize_all(self, save: bool = True) -> RunIndex:
-        """Every entry's summary; then (`save`) the sidecars are written in the background, so
-        the next server, or this one after a restart, loads them instead."""
+        """Every entry's summary; then (`save`) the sidecars are written in the background (at
+        most every `_SAVE_EVERY_S` seconds), so the next server, or this one after a restart,
+        loads them instead."""
         if self.complete:
             return self
         with self._summary_lock:
             self.summarize(self.entries)
-        if save and self.persist and self.writable:
+        now = time.monotonic()
+        if save and self.persist and self.writable and now - self._saved_at >= _SAVE_EVERY_S:
+            self._saved_at = now
             threading.Thread(target=self.save, daemon=True).start()
         return self
 

@@ -237,3 +237,17 @@ def test_the_one_pass_summary_equals_the_general_path_line_by_line(tmp_path: Pat
                 general.fill(_parse_summary(data[e.offset:e.offset + e.length]))
                 assert [getattr(fast, k) for k in FIELDS] == [getattr(general, k) for k in FIELDS], e.id
     assert fast.status == "failed" and fast.error == "RuntimeError: boom"
+
+
+def test_a_store_closes_normally_when_its_sidecar_cannot_be_written(tmp_path: Path):
+    from sparring.engine.config import open_store, read_config
+
+    run = write_run(tmp_path / "r", 3)
+    index_dir = run / sidecar.INDEX_DIR
+    for p in index_dir.iterdir():
+        p.unlink()
+    index_dir.rmdir()
+    index_dir.write_text("in the way")
+    with open_store(run, read_config(run)) as store:
+        store.add_done(record(50, random.Random(2), experiment="r"))
+    assert len(fresh(run).entries) == 4 and index_dir.is_file()
