@@ -18,7 +18,9 @@ its new tail summarised. A sidecar is a cache, never a source of truth; it is se
 Anything else (missing, unreadable, stale, corrupt) returns None and the caller scans the file
 as if there were no sidecar. Writing is atomic (a temporary file, then `os.replace`) and
 best-effort: a read-only or shared directory just keeps the index in memory. Creating `.index`
-restores the run directory's mtime, which the runs list shows as the run's last update.
+restores the run directory's mtime, which the runs list shows as the run's last update (a change
+made by another process in the microseconds between reading and restoring it shows at its next
+change).
 """
 
 from __future__ import annotations
@@ -63,15 +65,15 @@ def _edges(f: Any, end: int) -> str:
 
 
 _FIELDS = ("game", "experiment", "instance_id", "matchup", "status", "seats", "winner", "rewards_json",
-           "best_reward", "reason", "metrics_json", "judge_probability", "error", "started_at", "duration_s", "repeat", "flip", "search")
+           "best_reward", "reason", "metrics_json", "judge_probability", "error", "started_at", "duration_s",
+           "repeat", "flip", "search")
 _NONE = type(None)
-_TYPES: dict[str, set[type]] = {
+_TYPES: dict[str, set[type]] = {  # the types each column may hold (a row's position, then its summary)
+    "id": {str}, "offset": {int}, "length": {int}, "line_no": {int}, "summarized": {bool},
     "game": {str}, "experiment": {str}, "instance_id": {str}, "matchup": {str}, "status": {str}, "seats": {int},
     "winner": {str, _NONE}, "rewards_json": {str}, "best_reward": {int, float, _NONE}, "reason": {str, _NONE},
-    "metrics_json": {str},
-    "judge_probability": {int, float, _NONE}, "error": {str, _NONE},
-    "started_at": {int, float}, "duration_s": {int, float}, "repeat": {int}, "flip": {bool}, "search": {str},
-    "id": {str}, "offset": {int}, "length": {int}, "line_no": {int}, "summarized": {bool}}
+    "metrics_json": {str}, "judge_probability": {int, float, _NONE}, "error": {str, _NONE},
+    "started_at": {int, float}, "duration_s": {int, float}, "repeat": {int}, "flip": {bool}, "search": {str}}
 
 
 def _columns(entries: list[IndexEntry]) -> dict[str, Any]:
@@ -114,22 +116,24 @@ def _entries(cols: Any, name: str) -> list[IndexEntry]:
     seat_table, problems = cols["seat_table"], cols["problems"]
     if not (isinstance(seat_table, list) and isinstance(problems, dict)
             and all(isinstance(s, dict) and all(isinstance(v, dict) for v in s.values()) for s in seat_table)
-            and all(isinstance(p, str) for p in problems.values())
+            and all(isinstance(p, str) and i.isdigit() and int(i) < n for i, p in problems.items())
             and all(0 <= i < len(seat_table) for i in cols["seats"])):
         raise ValueError("seats or problems")
     if any(x < 0 for x in cols["offset"]) or any(x <= 0 for x in cols["length"]):
         raise ValueError("offset")
     out: list[IndexEntry] = []
     append = out.append
+    columns = (cols[k] for k in ("id", "offset", "length", "line_no", "summarized", *_FIELDS))
     for (rid, offset, length, line_no, shown, game, experiment, instance_id, matchup, status, seats, winner,
          rewards_json, best_reward, reason, metrics_json, judge_probability, error, started_at, duration_s, repeat,
-         flip, search) in zip(*(cols[k] for k in ("id", "offset", "length", "line_no", "summarized", *_FIELDS)), strict=True):
+         flip, search) in zip(*columns, strict=True):
         e = IndexEntry(rid, name, offset, length, line_no)
         if shown:
             e.game, e.experiment, e.instance_id, e.matchup, e.status = game, experiment, instance_id, matchup, status
             e.seats, e.winner, e.rewards_json, e.best_reward, e.reason = seat_table[seats], winner, rewards_json, \
                 best_reward, reason
-            e.metrics_json, e.judge_probability, e.error, e.started_at = metrics_json, judge_probability, error, started_at
+            e.metrics_json, e.judge_probability, e.error = metrics_json, judge_probability, error
+            e.started_at = started_at
             e.duration_s, e.repeat, e.flip, e.search, e.summarized = duration_s, repeat, flip, search, True
         append(e)
     for i, problem in problems.items():
