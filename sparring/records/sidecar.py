@@ -78,29 +78,28 @@ _TYPES: dict[str, set[type]] = {  # the types each column may hold (a row's posi
 
 def _columns(entries: list[IndexEntry]) -> dict[str, Any]:
     """The rows as columns (one JSON list per field: 10,000 rows load in tens of ms); seats, a
-    few distinct mappings repeated on every row, are numbered in a table of their own."""
+    few distinct mappings repeated on every row, are numbered in a table of their own. A row
+    not `summarized` keeps the class defaults (its values are not read back)."""
+    # first: a row summarised meanwhile (by a page, in another thread) is saved as not summarised,
+    # never as summarised with its fields read before they were set (`summarized` is set last)
+    summarized = [e.summarized and e.problem is None for e in entries]
+    cols: dict[str, Any] = {k: [getattr(e, k) for e in entries] for k in (
+        "id", "offset", "length", "line_no", "game", "experiment", "instance_id", "matchup", "status", "winner",
+        "best_reward", "reason", "judge_probability", "error", "started_at", "duration_s", "repeat", "flip", "search")}
+    cols["summarized"] = summarized
     seat_table: dict[str, int] = {}
-    cols: dict[str, Any] = {k: [] for k in ("id", "offset", "length", "line_no", "summarized", *_FIELDS)}
-    problems: dict[str, str] = {}
-    for i, e in enumerate(entries):
-        shown = e.summarized and e.problem is None
-        for k in ("id", "offset", "length", "line_no"):
-            cols[k].append(getattr(e, k))
-        cols["summarized"].append(shown)
-        if e.problem is not None:
-            problems[str(i)] = e.problem
-        for k in _FIELDS:
-            v = getattr(e, k) if shown else None
-            if k == "seats":
-                v = seat_table.setdefault(json.dumps(v or {}, sort_keys=True), len(seat_table))
-            elif k in ("metrics_json", "rewards_json"):  # JSON text: 10,000 small dicts cost most of a load
-                v = json.dumps(dict(getattr(e, k[:-5])) if shown else {}, separators=(",", ":"))
-            elif v is None and k not in ("winner", "reason", "error", "judge_probability", "best_reward"):
-                v = getattr(IndexEntry, k)
-            cols[k].append(v)
+    cols["seats"] = [seat_table.setdefault(json.dumps(dict(e.seats), sort_keys=True), len(seat_table))
+                     for e in entries]
+    # JSON text (10,000 small dicts are most of a load's time), kept as read when never used
+    cols["metrics_json"] = [_text(e.metrics_json, e, "metrics") for e in entries]
+    cols["rewards_json"] = [_text(e.rewards_json, e, "rewards") for e in entries]
     cols["seat_table"] = [json.loads(k) for k in seat_table]
-    cols["problems"] = problems
+    cols["problems"] = {str(i): e.problem for i, e in enumerate(entries) if e.problem is not None}
     return cols
+
+
+def _text(kept: str | None, e: IndexEntry, field: str) -> str:
+    return kept if kept is not None else json.dumps(dict(getattr(e, field)), separators=(",", ":"))
 
 
 def _entries(cols: Any, name: str) -> list[IndexEntry]:
