@@ -48,7 +48,11 @@ def test_api_errors_benchmark_sends_nothing_twice():
 def test_web_benchmark_runs_on_a_small_run():
     pytest.importorskip("fastapi")
     bench = Path(__file__).parent.parent / "benchmarks" / "bench_web.py"
-    out = subprocess.run([sys.executable, str(bench), "--episodes", "300", "--story-words", "50"],
+    out = subprocess.run([sys.executable, str(bench), "--episodes", "300", "--story-words", "50", "--runs", "200"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "first page, cold" in out.stdout and "one episode, everything view" in out.stdout
+    lines = {line[:46].strip(): line for line in out.stdout.splitlines() if " ms wall" in line}
+    restart = next(v for k, v in lines.items() if k.startswith("first, never viewed, sidecar"))
+    cold = next(v for k, v in lines.items() if k.startswith("first, never viewed, no sidecar"))
+    assert " 0 lines parsed" in restart and "303 lines parsed" in cold  # 300 episodes + 3 failures
+    assert " 1 lines parsed" in lines["after 1 appended episode"] and "one episode, everything view" in lines

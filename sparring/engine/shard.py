@@ -18,7 +18,7 @@ from sparring.engine.episode import EpisodeJob
 from sparring.errors import ConfigError, SparringError
 from sparring.records.files import CONFIG, EPISODES, FAILURES
 from sparring.records.reader import iter_jsonl, read_manifest
-from sparring.records.store import repair_jsonl, write_json_atomic
+from sparring.records.store import repair_jsonl, write_json_atomic, write_summaries
 
 Shard = tuple[int, int]
 
@@ -108,6 +108,7 @@ def merge_runs(dirs: list[str | Path], output: str | Path, *, overwrite: bool = 
 
     manifest["version"] = __version__
     write_json_atomic(out / "manifest.json", manifest)
+    write_summaries(out)  # the web app's first sorted page of the merged run then parses no line
     return manifest
 
 

@@ -14,6 +14,12 @@ listed in `problems` with the reader's own warning; first valid line per id wins
 episodes.jsonl; in failures.jsonl the latest attempt per id counts, unless the id was since
 stored as done. Until every line is summarised, `entries` may still hold a bad line that no
 page has shown yet. Sorted orders are cached per key (`order`) until the index changes.
+
+Persistent summaries (`sidecar`): once every line of a file is summarised, the entries are
+written to `.index/<file>.summary` in the run directory (in the background; the store also
+writes them when it closes a run). A new index (another server, a restart) starts from a valid
+sidecar, so it parses no line the sidecar covers, only a grown file's new tail; a stale,
+corrupt or unwritable sidecar just means the file is scanned and summarised as above.
 """
 
 from __future__ import annotations
@@ -23,99 +29,21 @@ import mmap
 import os
 import re
 import threading
-from collections.abc import Mapping
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
+from sparring.records import sidecar
+from sparring.records.entry import IndexEntry
 from sparring.records.files import EPISODES, FAILURES
 from sparring.records.reader import check_record, torn_line
 from sparring.records.record import EpisodeRecord
 
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
 _SUMMARY_DELAY_S = 0.5  # the background summary pass starts after the first page is served
+_SAVE_EVERY_S = 30.0  # a live run's sidecar is rewritten at most this often (the store writes it at close)
 _HEAD_END = b',"events":'  # records are serialised in field order: the transcript follows the outcome
 _TAIL_START = b',"state":'  # ... and the fields after it (error, duration, usage) come last
-
-
-class IndexEntry:
-    """Where one episode's line is (`file`, `offset`, `length`) and what a table shows of it.
-
-    The summary fields are class defaults until `fill` sets them: a scan creates 10,000 entries
-    and only the position is known then (a plain class: dataclass defaults cost a dict each)."""
-
-    def __init__(self, id: str, file: str, offset: int, length: int, line_no: int):
-        self.id, self.file, self.offset, self.length, self.line_no = id, file, offset, length, line_no
-
-    game: str = ""
-    experiment: str = ""
-    instance_id: str = ""
-    matchup: str = ""
-    status: str = ""
-    # (read-only empty mappings until `fill`: 10,000 entries are created per scan, cheaply)
-    seats: Mapping[str, dict[str, str]] = _EMPTY  # player -> {agent, model, role}
-    winner: str | None = None
-    rewards: Mapping[str, float] = _EMPTY
-    reason: str | None = None
-    metrics: Mapping[str, Any] = _EMPTY  # scalar outcome metrics (+ judge probs)
-    error: str | None = None
-    started_at: float = 0.0
-    duration_s: float = 0.0
-    repeat: int = 0
-    flip: bool = False
-    summarized: bool = False
-    problem: str | None = None  # why the line is not shown (the reader's warning), if it is bad
-    search: str = ""  # lower-cased text the table's search box matches
-
-    def fill(self, obj: dict[str, Any]) -> None:
-        """Take the table's fields from a record's JSON (transcript left out)."""
-        outcome = _dict(obj.get("outcome"))
-        self.game, self.experiment = str(obj.get("game", "")), str(obj.get("experiment", ""))
-        self.instance_id, self.matchup = str(obj.get("instance_id", "")), str(obj.get("matchup", ""))
-        self.status = str(obj.get("status", ""))
-        self.seats = {str(p): {k: str(s.get(k, "")) for k in ("agent", "model", "role")}
-                      for p, s in _dict(obj.get("seats")).items() if isinstance(s, dict)}
-        self.winner, self.reason = outcome.get("winner"), outcome.get("reason")
-        self.rewards = {str(k): float(v) for k, v in _dict(outcome.get("rewards")).items()
-                        if isinstance(v, (int, float))}
-        self.metrics = _summary_metrics(outcome.get("metrics"))
-        self.error = obj.get("error")
-        self.started_at = float(obj.get("started_at") or 0.0)
-        self.duration_s = float(obj.get("duration_s") or 0.0)
-        self.repeat, self.flip = int(obj.get("repeat") or 0), bool(obj.get("flip", False))
-        outcome_words = f"winner {self.winner}" if self.winner else ("no winner" if self.status == "complete" else "")
-        self.search = " ".join((self.id, self.matchup, self.instance_id, *self.agents, outcome_words,
-                                str(self.reason or ""), (self.error or "").split("\n")[0][:120])).lower()
-        self.summarized = True
-
-    def flag(self, problem: str) -> None:
-        """Mark a line the reader would skip: it leaves the table, its warning is listed."""
-        self.status, self.problem, self.summarized = "unreadable", problem, True
-
-    @property
-    def agents(self) -> list[str]:
-        return sorted({s.get("agent", "") for s in self.seats.values()})
-
-    @property
-    def judge_probability(self) -> float | None:
-        """The probability the judge put on the correct answer (debate), if any."""
-        p = self.metrics.get("p_correct")
-        return float(p) if isinstance(p, (int, float)) and not isinstance(p, bool) else None
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _summary_metrics(metrics: Any) -> dict[str, Any]:
-    if not isinstance(metrics, dict):
-        return {}
-    out: dict[str, Any] = {k: v for k, v in metrics.items() if v is None or isinstance(v, (bool, int, float, str))}
-    probs = metrics.get("probs")
-    if isinstance(probs, dict) and len(probs) <= 8:
-        out["probs"] = probs
-    return out
 
 
 def _parse_summary(line: bytes) -> dict[str, Any] | None:
@@ -208,19 +136,46 @@ def summarize(path: Path, entries: list[IndexEntry]) -> int:
     if not todo:
         return bad
     with open(path, "rb") as f:
-        for e in todo:
-            f.seek(e.offset)
-            obj = _parse_summary(f.read(e.length))
-            warnings: list[str] = []
-            if obj is None:
-                e.flag(torn_line(path.name, e.line_no))
-            elif check_record(obj, path.name, e.line_no, transcripts=False, warnings=warnings) is None:
-                e.flag(warnings[0] if warnings else f"{path.name}:{e.line_no}: skipped unreadable record")
-            else:
-                e.fill(obj)
-                continue
-            bad += 1
+        try:
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError:  # emptied since the scan: every line is gone (torn)
+            mm = None
+        try:
+            for e in todo:
+                if mm is not None and _fast_fill(mm, e):
+                    continue
+                f.seek(e.offset)
+                obj = _parse_summary(f.read(e.length))
+                warnings: list[str] = []
+                if obj is None:
+                    e.flag(torn_line(path.name, e.line_no))
+                elif check_record(obj, path.name, e.line_no, transcripts=False, warnings=warnings) is None:
+                    e.flag(warnings[0] if warnings else f"{path.name}:{e.line_no}: skipped unreadable record")
+                else:
+                    e.fill(obj)
+                    continue
+                bad += 1
+        finally:
+            if mm is not None:
+                mm.close()
     return bad
+
+
+def _fast_fill(mm: mmap.mmap, e: IndexEntry) -> bool:
+    """The common case in one pass: the line's head and tail joined (transcript cut out, nothing
+    copied but them) and validated by pydantic's JSON parser; False for anything else (the line
+    then takes the general path above, which gives the reader's warning, so the rule is one)."""
+    start, end = e.offset, e.offset + e.length
+    head_end = mm.find(_HEAD_END, start, end)
+    tail_start = mm.rfind(_TAIL_START, start, end)
+    if head_end <= start or tail_start <= head_end:
+        return False
+    try:
+        rec = EpisodeRecord.model_validate_json(mm[start:head_end] + b"," + mm[tail_start + 1:end])
+    except ValueError:  # pydantic's ValidationError, also for JSON it cannot parse
+        return False
+    e.fill_record(rec)
+    return True
 
 
 @dataclass
@@ -229,9 +184,19 @@ class _FileScan:
     end: int = 0
     next_line: int = 1
     entries: list[IndexEntry] = field(default_factory=list)
+    loaded: bool = False  # whether the persistent summaries (`sidecar`) were looked for
+    saved: tuple[Any, ...] = ()  # what the sidecar on disk holds (nothing to write while unchanged)
 
-    def refresh(self, path: Path) -> bool:
-        """Bring the scan up to date with the file; True when anything changed."""
+    def refresh(self, path: Path, persist: bool = False) -> bool:
+        """Bring the scan up to date with the file (starting from its sidecar, when `persist`
+        and one is valid); True when anything changed."""
+        loaded = False
+        if persist and not self.loaded:
+            self.loaded = True
+            got = sidecar.load(path)
+            if got is not None:
+                self.key, self.end, self.next_line, self.entries = got
+                self.saved, loaded = (self.key, self.end, sum(e.summarized for e in self.entries)), True
         try:
             st = os.stat(path)
         except FileNotFoundError:
@@ -240,13 +205,27 @@ class _FileScan:
             return changed
         key = (st.st_ino, st.st_size, st.st_mtime_ns)
         if key == self.key:
-            return False
+            return loaded
         if st.st_ino != self.key[0] or st.st_size < self.end:  # replaced or cut (torn tail): rescan
             self.end, self.next_line, self.entries = 0, 1, []
         new, self.end, self.next_line = scan(path, self.end, self.next_line)
         self.entries = self.entries + new  # a new list: readers holding the old one are unaffected
         self.key = key
         return True
+
+    def state(self) -> tuple[Any, ...]:
+        return self.key, self.end, self.next_line, self.entries, sum(e.summarized for e in self.entries)
+
+    def save(self, path: Path, state: tuple[Any, ...]) -> bool:
+        """Write the sidecar of `state` (taken under the index's lock) if it holds more than the
+        one on disk; False if the directory cannot be written."""
+        key, end, next_line, entries, summarized = state
+        if not entries or (key, end, summarized) == self.saved:
+            return True
+        written = sidecar.save(path, key, end, next_line, entries)
+        if written is not None:  # None: the file changed since the scan (saved on the next pass)
+            self.saved = (key, end, summarized)
+        return written is not False
 
 
 class RunIndex:
@@ -257,11 +236,16 @@ class RunIndex:
     background thread also runs after each refresh, so a big run's first page never waits for it.
     """
 
-    def __init__(self, run_dir: str | Path):
+    def __init__(self, run_dir: str | Path, persist: bool = True):
         self.run_dir = Path(run_dir)
+        self.persist = persist  # load and write the persistent summaries (`sidecar`)
+        self.writable = True  # False once a sidecar could not be written (read-only directory)
+        self.parsed = 0  # lines whose summary was parsed from the file (not loaded from a sidecar)
+        self._saved_at = float("-inf")  # when a background save last started
         self._episodes, self._failures = _FileScan(), _FileScan()
         self._lock = threading.Lock()
         self._summary_lock = threading.Lock()
+        self._save_lock = threading.Lock()
         self.entries: list[IndexEntry] = []
         self.by_id: dict[str, IndexEntry] = {}
         self.done = 0  # distinct episodes stored as done (complete or aborted)
@@ -274,8 +258,8 @@ class RunIndex:
 
     def refresh(self, background: bool = True) -> RunIndex:
         with self._lock:
-            a = self._episodes.refresh(self.run_dir / EPISODES)
-            b = self._failures.refresh(self.run_dir / FAILURES)
+            a = self._episodes.refresh(self.run_dir / EPISODES, self.persist)
+            b = self._failures.refresh(self.run_dir / FAILURES, self.persist)
             if a or b:
                 self._rebuild()
         if background and (a or b) and not self.complete:
@@ -364,17 +348,39 @@ class RunIndex:
             mine = [e for e in entries if e.file == name and not e.summarized]
             if mine:
                 bad += summarize(self.run_dir / name, mine)
+                self.parsed += len(mine)
         if bad:
             with self._lock:
                 self._rebuild()
         return entries
 
-    def summarize_all(self) -> RunIndex:
+    def summarize_all(self, save: bool = True) -> RunIndex:
+        """Every entry's summary; then (`save`) the sidecars are written in the background (at
+        most every `_SAVE_EVERY_S` seconds), so the next server, or this one after a restart,
+        loads them instead."""
         if self.complete:
             return self
         with self._summary_lock:
             self.summarize(self.entries)
+        now = time.monotonic()
+        if save and self.persist and self.writable and now - self._saved_at >= _SAVE_EVERY_S:
+            self._saved_at = now
+            threading.Thread(target=self.save, daemon=True).start()
         return self
+
+    def save(self) -> bool:
+        """Write the sidecars that are behind the index; False if a directory is not writable
+        (then the index just stays in memory, and no later save is tried)."""
+        if not (self.persist and self.writable):
+            return False
+        with self._save_lock:
+            files = ((EPISODES, self._episodes), (FAILURES, self._failures))
+            with self._lock:
+                states = [f.state() for _, f in files]
+            for (name, f), state in zip(files, states, strict=True):
+                if not f.save(self.run_dir / name, state):
+                    self.writable = False
+        return self.writable
 
     def get(self, episode_id: str) -> IndexEntry | None:
         return self.by_id.get(episode_id)
@@ -394,9 +400,11 @@ def read_at(path: Path, offset: int, length: int | None = None) -> EpisodeRecord
 
 
 class IndexCache:
-    """Indexes of many run directories (the web app holds one; its scope is the app)."""
+    """Indexes of many run directories (the web app holds one; its scope is the app).
+    `persist=False` never reads or writes sidecars."""
 
-    def __init__(self) -> None:
+    def __init__(self, persist: bool = True) -> None:
+        self.persist = persist
         self._indexes: dict[Path, RunIndex] = {}
         self._lock = threading.Lock()
 
@@ -405,5 +413,5 @@ class IndexCache:
         with self._lock:
             index = self._indexes.get(key)
             if index is None:
-                index = self._indexes[key] = RunIndex(key)
+                index = self._indexes[key] = RunIndex(key, self.persist)
         return index.refresh()

@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from sparring import __version__
 from sparring.errors import ConfigError, SparringError
 from sparring.records.files import CONFIG, EPISODES, FAILURES, MANIFEST
+from sparring.records.index import RunIndex
 from sparring.records.reader import iter_jsonl, read_manifest
 from sparring.records.record import EpisodeRecord
 
@@ -292,6 +293,7 @@ class RunStore:
         self.write_manifest(**fields)
         self._episodes.close()
         self._failures.close()
+        write_summaries(self.path)
         self._lock.release()
 
     def __enter__(self) -> RunStore:
@@ -299,6 +301,15 @@ class RunStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def write_summaries(run_dir: Path) -> None:
+    """The persistent summary index of a closed run's files (`records.sidecar`), so that the
+    web app's first filtered or sorted page of it reads no record; best-effort (a cache)."""
+    try:
+        RunIndex(run_dir).refresh(background=False).summarize_all(save=False).save()
+    except OSError as e:  # never fails a run: the web app summarises the files itself
+        log.warning("%s: the summary index was not written (%s)", run_dir, e)
 
 
 def _append(f: Any, data: bytes) -> None:

@@ -174,7 +174,7 @@ def outcome_text(e: IndexEntry) -> str:
 
 
 def _reward(e: IndexEntry) -> float:
-    return max(e.rewards.values()) if e.rewards else float("-inf")
+    return float("-inf") if e.best_reward is None else e.best_reward
 
 
 _KEYS: dict[str, Any] = {

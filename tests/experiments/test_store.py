@@ -9,6 +9,7 @@ import pytest
 from sparring.engine.config import ExperimentConfig, open_store
 from sparring.engine.shard import merge_runs
 from sparring.errors import ConfigError, SparringError
+from sparring.records.index import RunIndex
 from sparring.records.reader import iter_records, read_manifest
 from sparring.records.record import EpisodeRecord, SeatRecord
 from sparring.records.store import repair_jsonl
@@ -114,6 +115,8 @@ def test_merge_shards(tmp_path):
     ids = [r.id for r in iter_records(tmp_path / "merged")]
     assert len(ids) == len(set(ids)) == 4
     assert json.loads((tmp_path / "merged" / "manifest.json").read_text())["schedule"]["total"] == 6
+    merged = RunIndex(tmp_path / "merged").refresh(background=False).summarize_all(save=False)
+    assert merged.parsed == 0 and len(merged.entries) == 6  # its summary sidecar was written by the merge
     with pytest.raises(SparringError, match="not empty"):
         merge_runs([tmp_path / "s0"], tmp_path / "merged")
     with open_store(tmp_path / "other", cfg(seed=5)) as s:
