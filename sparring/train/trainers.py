@@ -68,7 +68,19 @@ def _common(settings: TrainSettings, out: Path, max_length: bool = True) -> dict
             "logging_steps": settings.logging_steps, **checkpoint_args(settings.save_steps, settings.save_total_limit),
             "report_to": [],
             "seed": settings.seed, "bf16": cuda, "use_cpu": not cuda,
-            "gradient_checkpointing": checkpointing(settings), "disable_tqdm": False}
+            **checkpointing_arg(checkpointing(settings)), "disable_tqdm": False}
+
+
+def checkpointing_arg(on: bool) -> dict[str, bool]:
+    """The training-arguments keyword for activation checkpointing: transformers >= 5.24 names it
+    `activation_checkpointing` (`gradient_checkpointing` is its deprecated alias, and TRL's configs
+    default the alias to True), older versions only know `gradient_checkpointing`."""
+    import dataclasses
+
+    from transformers import TrainingArguments
+
+    names = {f.name for f in dataclasses.fields(TrainingArguments)}
+    return {"activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing": on}
 
 
 def checkpointing(settings: TrainSettings) -> bool:

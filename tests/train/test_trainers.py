@@ -138,3 +138,21 @@ def test_merge_adapter_gives_a_full_model_that_generates_like_base_plus_adapter(
     with_adapter = HFModel(name="a", model=str(tiny_dir), adapters={"v": str(trained.adapter)}, default_adapter="v")
     full = HFModel(name="m", model=str(merged))
     assert full.generate([request])[0][0].token_ids == with_adapter.generate([request])[0][0].token_ids
+
+
+@pytest.mark.parametrize("method", ["sft", "dpo"])
+def test_training_arguments_are_built_without_deprecated_keywords(tmp_path, method):
+    """Activation checkpointing is passed under the name the installed transformers uses: no
+    FutureWarning about `gradient_checkpointing`, and the setting takes effect (on for DPO, off for SFT)."""
+    import warnings
+
+    from trl import DPOConfig, SFTConfig
+
+    from sparring.train.config import TrainSettings
+    from sparring.train.trainers import _common
+
+    settings = TrainSettings(model="unused", method=method)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        config = (SFTConfig if method == "sft" else DPOConfig)(**_common(settings, tmp_path))
+    assert config.gradient_checkpointing is (method == "dpo")
