@@ -132,6 +132,10 @@ def grpo_plan(config: Any, file: str) -> dict[str, Any]:
 
     check_config(config, file)
     check_base(config.model)
+    if config.adapter:
+        from sparring.train.policy import check_adapter
+
+        check_adapter(config.adapter, config.model)
     state_for(config, file).check()
     base_dir = Path(file).parent if Path(file).is_file() else Path.cwd()
     arena = Arena.from_config({"name": config.name, **config.experiment}, models={LEARNER: ScriptedModel(LEARNER)},
@@ -174,8 +178,10 @@ def train_plan(data: Any, settings: TrainSettings) -> dict[str, Any]:
             raise SparringError(f"{data}: row {i + 1} has no {', '.join(missing)} (a {settings.method} row needs "
                                 f"{', '.join(need)}; export it with `sparring export {settings.method}`)")
     check_base(settings.model)
-    if settings.adapter and not (Path(settings.adapter) / "adapter_config.json").is_file():
-        raise SparringError(f"adapter directory {settings.adapter!r} has no adapter_config.json")
+    if settings.adapter:
+        from sparring.train.policy import check_adapter
+
+        check_adapter(settings.adapter, settings.model)
     return {"method": settings.method, "rows": len(rows), "steps": steps_for(len(rows), settings),
             "model": settings.model, "learning_rate": settings.learning_rate, "max_length": settings.max_length}
 

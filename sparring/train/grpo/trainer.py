@@ -89,6 +89,10 @@ def run_grpo(config: GRPOConfig, file: str = "<config>", restart: bool = False) 
 
     out = output_dir(config)
     check_config(config, file)
+    if config.adapter:  # before anything is played or loaded
+        from sparring.train.policy import check_adapter
+
+        check_adapter(config.adapter, config.model)
     state = state_for(config, file)
 
     def prepare() -> None:  # one process moves, checks and writes OUT/state.json
@@ -123,7 +127,9 @@ def _train(config: GRPOConfig, file: str, arena: Any, out: Path) -> Path:
     if not rows:
         raise SparringError(f"{file}: the experiment's dataset has no instances")
     out.mkdir(parents=True, exist_ok=True)
-    settings = TrainSettings(model=config.model, lora=config.lora)
+    # with `adapter`: a trainable PeftModel and no new LoRA (lora_config gives None); TRL then keeps a
+    # frozen copy of it as the KL reference when beta > 0
+    settings = TrainSettings(model=config.model, lora=config.lora, adapter=config.adapter)
     model, tokenizer = load_policy(settings)
     console = Console(stderr=True, soft_wrap=True, quiet=not distributed.is_main())
     steps_log = out / "rollouts.jsonl"
@@ -156,7 +162,7 @@ def _train(config: GRPOConfig, file: str, arena: Any, out: Path) -> Path:
                 last = rollout.history[-1] if rollout.history else {}
                 with open(curve, "a", encoding="utf-8") as f:
                     f.write(json.dumps({"step": state.global_step, "reward": logs["reward"],
-                                        "reward_std": logs.get("reward_std"),
+                                        "reward_std": logs.get("reward_std"), "kl": logs.get("kl"),
                                         "zero_advantage_fraction": last.get("zero_advantage_fraction"),
                                         "trained_tokens": last.get("trained_tokens"),
                                         "dropped_calls": last.get("dropped_calls")}) + "\n")
