@@ -76,8 +76,11 @@ def trained_tokens(ctx: Context, rows: list[dict[str, Any]], steps: int, setting
 
 
 def speed(ctx: Context, base: Played, max_live: int, train_tokens: float, train_s: float) -> dict[str, Any]:
-    """Both ratios: the base model's held-out run `base` (engine ÷ raw generate) and the training."""
+    """Both ratios: the base model's held-out run `base` (engine ÷ raw generate, at the batch the
+    engine could form: at most `max_live` games in flight, and no more than the run's games) and
+    the training."""
     from sparring.train.learning.speed import count_params, rollout_ratio, training_ratio
 
+    batch = ctx.batch_size(max(1, min(max_live, len(base.records))))
     return {**training_ratio(train_tokens, train_s, count_params(ctx.model), ctx.flops),
-            **rollout_ratio(ctx.model, base, ctx.label, ctx.batch_size(max_live))}
+            **rollout_ratio(ctx.model, base, ctx.label, batch)}
