@@ -121,3 +121,4 @@ def test_grpo_continues_the_starting_adapter_with_it_as_the_kl_reference(tmp_pat
     # (with the base model as reference, the random B matrices would give a large KL)
     (point,) = [json.loads(x) for x in (tmp_path / "out" / "rewards.jsonl").read_text().splitlines()]
     assert point["kl"] is not None and abs(point["kl"]) < 1e-4
+    assert "| KL to the start (beta > 0) |" in (tmp_path / "out" / "report.md").read_text()

@@ -206,13 +206,14 @@ def grpo_report(out: Path, config: GRPOConfig) -> Path:
     lines = [f"# Online GRPO: {config.name}", "",
              f"{config.max_steps} steps, {config.prompts_per_step} prompt(s) x {config.num_generations} episodes "
              f"per step; game `{config.experiment.get('game')}`; adapter in `{out / 'adapter'}`.", "",
-             "| step | mean episode reward | std | zero-advantage groups |", "|---|---|---|---|",
+             "| step | mean episode reward | std | zero-advantage groups | KL to the start (beta > 0) |",
+             "|---|---|---|---|---|",
              *[f"| {p['step']} | {p['reward']:.3f} | {p.get('reward_std') or 0:.3f} | "
-               f"{_fraction(p.get('zero_advantage_fraction'))} |" for p in points], ""]
+               f"{_fraction(p.get('zero_advantage_fraction'))} | {_fraction(p.get('kl'), '.4g')} |" for p in points], ""]
     path = out / "report.md"
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
 
 
-def _fraction(x: Any) -> str:
-    return "" if x is None else f"{x:.2f}"
+def _fraction(x: Any, fmt: str = ".2f") -> str:
+    return "" if x is None else format(x, fmt)
