@@ -132,6 +132,10 @@ def grpo_plan(config: Any, file: str) -> dict[str, Any]:
 
     check_config(config, file)
     check_base(config.model)
+    if config.adapter:
+        from sparring.train.policy import check_adapter
+
+        check_adapter(config.adapter, config.model)
     state_for(config, file).check()
     base_dir = Path(file).parent if Path(file).is_file() else Path.cwd()
     arena = Arena.from_config({"name": config.name, **config.experiment}, models={LEARNER: ScriptedModel(LEARNER)},
@@ -149,11 +153,14 @@ def grpo_plan(config: Any, file: str) -> dict[str, Any]:
     per_step = config.prompts_per_step * config.num_generations
     return {"name": config.name, "file": file, "game": config.experiment.get("game"), "instances": instances,
             "prompts": instances * len(config.seats), "steps": config.max_steps, "games_per_step": per_step,
-            "games": per_step * config.max_steps, "model": config.model, "learning_rate": config.learning_rate}
+            "games": per_step * config.max_steps, "model": config.model, "learning_rate": config.learning_rate,
+            "adapter": config.adapter}
 
 
 def print_grpo_plan(console: Console, plan: dict[str, Any]) -> None:
-    console.print(f"[bold]GRPO[/bold] {plan['name']}  ({plan['file']}); game {plan['game']}; learner {plan['model']}")
+    start = f" from adapter {plan['adapter']}" if plan.get("adapter") else ""
+    console.print(f"[bold]GRPO[/bold] {plan['name']}  ({plan['file']}); game {plan['game']}; learner "
+                  f"{plan['model']}{start}")
     console.print(f"{plan['prompts']} prompt(s) ({plan['instances']} training instance(s) x seats); "
                   f"{plan['steps']} step(s) x {plan['games_per_step']} game(s) = {plan['games']} game(s); "
                   f"lr {plan['learning_rate']:g}; nothing loaded")
@@ -174,8 +181,10 @@ def train_plan(data: Any, settings: TrainSettings) -> dict[str, Any]:
             raise SparringError(f"{data}: row {i + 1} has no {', '.join(missing)} (a {settings.method} row needs "
                                 f"{', '.join(need)}; export it with `sparring export {settings.method}`)")
     check_base(settings.model)
-    if settings.adapter and not (Path(settings.adapter) / "adapter_config.json").is_file():
-        raise SparringError(f"adapter directory {settings.adapter!r} has no adapter_config.json")
+    if settings.adapter:
+        from sparring.train.policy import check_adapter
+
+        check_adapter(settings.adapter, settings.model)
     return {"method": settings.method, "rows": len(rows), "steps": steps_for(len(rows), settings),
             "model": settings.model, "learning_rate": settings.learning_rate, "max_length": settings.max_length}
 

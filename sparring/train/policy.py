@@ -80,10 +80,60 @@ def load_policy(settings: TrainSettings, trainable: bool = True) -> tuple[Any, A
     if settings.adapter:
         from peft import PeftModel
 
-        if not (Path(settings.adapter) / "adapter_config.json").is_file():
-            raise ConfigError(f"adapter directory {settings.adapter!r} has no adapter_config.json", key="adapter")
-        model = PeftModel.from_pretrained(model, settings.adapter, is_trainable=trainable)  # type: ignore[assignment]
+        check_adapter(settings.adapter, settings.model)
+        try:
+            model = PeftModel.from_pretrained(model, settings.adapter, is_trainable=trainable)  # type: ignore[assignment]
+        except (RuntimeError, ValueError, KeyError) as e:  # size mismatch, target modules not in this base
+            raise ConfigError(f"adapter {settings.adapter!r} does not fit the base model {settings.model!r} "
+                              f"({str(e).splitlines()[0][:300]}); train it on this base, or set `model` to its base",
+                              key="adapter") from None
     return model, tokenizer
+
+
+# base-model config keys that fix every LoRA weight's shape: an adapter trained on a base that
+# differs in one of them cannot be loaded on this one
+SHAPE_KEYS = ("model_type", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+              "num_key_value_heads", "vocab_size")
+
+
+def check_adapter(adapter: str, model: str) -> None:
+    """A clear ConfigError (key `adapter`) unless `adapter` is a LoRA adapter directory whose recorded
+    base has the same architecture as `model`'s (reads two small JSON files, no weights). A base it
+    records but that is not on this machine is not an error: loading then checks every shape."""
+    import json
+
+    path = Path(adapter).expanduser()
+    if not path.is_dir():
+        raise ConfigError(f"adapter directory {adapter!r} does not exist", key="adapter")
+    config_file = path / "adapter_config.json"
+    if not config_file.is_file():
+        raise ConfigError(f"adapter directory {adapter!r} has no adapter_config.json (not a PEFT adapter; "
+                          "give the directory a training run saved its adapter to)", key="adapter")
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise ConfigError(f"{config_file}: not valid JSON ({e})", key="adapter") from None
+    if config.get("peft_type") != "LORA":
+        raise ConfigError(f"{config_file}: peft_type {config.get('peft_type')!r}; only LoRA adapters can be "
+                          "trained further", key="adapter")
+    recorded = config.get("base_model_name_or_path")
+    theirs = _shape(Path(str(recorded)).expanduser()) if recorded else None
+    ours = _shape(Path(resolve_base(model)))
+    if theirs and ours and theirs != ours:
+        diff = ", ".join(f"{k} {theirs.get(k)} vs {ours.get(k)}" for k in SHAPE_KEYS if theirs.get(k) != ours.get(k))
+        raise ConfigError(f"adapter {adapter!r} is a LoRA of {recorded!r}, not of the base model {model!r} "
+                          f"({diff}); train it on this base, or set `model` to its base", key="adapter")
+
+
+def _shape(directory: Path) -> dict[str, Any] | None:
+    """The shape-defining keys of a model directory's config.json (None: no readable config)."""
+    import json
+
+    try:
+        config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return {k: config.get(k) for k in SHAPE_KEYS}
 
 
 def lora_config(settings: TrainSettings) -> Any:

@@ -71,7 +71,7 @@ def _common(settings: TrainSettings, out: Path, max_length: bool = True) -> dict
             **checkpointing_arg(checkpointing(settings)), "disable_tqdm": False}
 
 
-def checkpointing_arg(on: bool) -> dict[str, bool]:
+def checkpointing_arg(on: bool) -> dict[str, Any]:
     """The training-arguments keyword for activation checkpointing: transformers >= 5.24 names it
     `activation_checkpointing` (`gradient_checkpointing` is its deprecated alias, and TRL's configs
     default the alias to True), older versions only know `gradient_checkpointing`."""

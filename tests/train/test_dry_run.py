@@ -77,6 +77,23 @@ def test_unknown_base_model_fails_the_dry_run(tmp_path, no_weights, capsys):
     assert "no-such-model" in capsys.readouterr().err
 
 
+def test_grpo_dry_run_checks_and_names_the_starting_adapter(tmp_path, no_weights, capsys):
+    data = yaml.safe_load((ROOT / "configs" / "train" / "grpo-quickstart.yaml").read_text())
+    data["experiment"]["models_file"] = str(ROOT / "configs" / "experiments" / "models" / "scripted.yaml")
+    data["adapter"] = str(tmp_path / "missing")
+    path = tmp_path / "grpo.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert cli("train", "grpo", str(path), "--dry-run") == 2
+    assert "adapter" in capsys.readouterr().err
+    lora = tmp_path / "lora"
+    lora.mkdir()
+    (lora / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "base_model_name_or_path": None}))
+    data["adapter"] = str(lora)
+    path.write_text(yaml.safe_dump(data))
+    assert cli("train", "grpo", str(path), "--dry-run") == 0
+    assert f"from adapter {lora}" in " ".join(capsys.readouterr().out.split())
+
+
 def test_sft_dry_run_counts_rows_and_steps_and_checks_columns(tmp_path, no_weights, capsys):
     rows = tmp_path / "rows.jsonl"
     row = {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]}

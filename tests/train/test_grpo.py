@@ -133,6 +133,10 @@ def test_slots_groups_rewards_and_the_zero_advantage_count(tiny):
     zero = sum(1 for grp in groups if len(set(grp)) == 1)
     assert stats["groups"] == 2 and stats["zero_advantage_groups"] == zero
     assert stats["zero_advantage_fraction"] == zero / 2
+    # the speed figures of the learning suite: tokens the optimizer step runs, and the play time
+    used = [i for i in range(18) if out["env_mask"][i] != [0]]
+    assert stats["sequence_tokens"] == sum(len(out["prompt_ids"][i]) + len(out["completion_ids"][i]) for i in used)
+    assert stats["rollout_s"] > 0
     assert stats["example"]["equal"] and stats["example"]["trained_text"] == stats["example"]["sampled_text"]
     assert episode_reward(episode_reward=out["episode_reward"]) == out["episode_reward"]
 

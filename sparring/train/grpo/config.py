@@ -27,6 +27,9 @@ class GRPOConfig(Strict):
     name: str = ""
     description: str = ""
     model: str = Field("smollm2-135m", description="the learner's base model (a models.yaml name or a directory)")
+    adapter: str | None = Field(None, description="a LoRA adapter directory of `model` to start from (e.g. an SFT "
+                                "warm start): that adapter is trained further (`lora` is then ignored) and, with "
+                                "beta > 0, a frozen copy of it is the KL reference; none: a new LoRA (`lora`)")
     learner_agent: str = Field("learner", description="the agent of `experiment` that is trained; its model "
                                                       "must be the alias `learner`")
     experiment: dict[str, Any] = Field(description="an experiment config: game, dataset (training split), agents")
@@ -35,7 +38,8 @@ class GRPOConfig(Strict):
     prompts_per_step: int = Field(1, ge=1)
     max_steps: int = Field(4, ge=1)
     learning_rate: float = Field(1e-5, gt=0.0)
-    beta: float = Field(0.0, ge=0.0, description="KL coefficient to the reference (0: none, as TRL's default)")
+    beta: float = Field(0.0, ge=0.0, description="KL coefficient to the reference, the starting policy: the base "
+                        "model, or `adapter` as it was before this run (0: no KL, as TRL's default)")
     format_penalty: float = Field(0.0, ge=0.0, description="reward minus this per rejected reply")
     sequences_per_episode: int = Field(
         4, ge=1, description="training sequences per episode: one per learner call (calls whose prompts extend "

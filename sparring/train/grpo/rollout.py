@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -99,7 +100,9 @@ class EpisodeRollout:
                                 f"the prompt's token ids, which the {type(learner).__name__} learner cannot give "
                                 "(it has no `prompt_ids`)")
         groups = prompts[:: self.slots]
+        started = time.perf_counter()
         records, sequences = self.play(groups, prompt_ids, first=len(distributed.preceding(groups)))
+        played_s = time.perf_counter() - started
         out: dict[str, list[Any]] = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": [],
                                      "episode_reward": [], "episode_id": []}
         pad = self.tokenizer(self.tokenizer.eos_token, add_special_tokens=False)["input_ids"][:1]
@@ -120,7 +123,7 @@ class EpisodeRollout:
                 out["logprobs"].append(list(row[3]))
                 out["episode_reward"].append(reward)
                 out["episode_id"].append(rec.id)
-        self._report(records, sequences, dropped)
+        self._report(records, sequences, dropped, played_s)
         return out
 
     def play(self, prompts: list[Any], prompt_ids: Callable[..., list[int]],
@@ -160,7 +163,7 @@ class EpisodeRollout:
         rejected = sum(1 for c in record.calls if c.player == player and c.rejected)
         return base - self.format_penalty * rejected
 
-    def _report(self, records: list[Any], sequences: list[list[Sequence]], dropped: int) -> None:
+    def _report(self, records: list[Any], sequences: list[list[Sequence]], dropped: int, played_s: float = 0.0) -> None:
         g = self.num_generations
         groups = [[self.reward(r, self.player_of(j)) for r, j in zip(records[i:i + g], self._last_jobs[i:i + g],
                                                                     strict=True)]
@@ -171,6 +174,10 @@ class EpisodeRollout:
             "zero_advantage_fraction": zero / len(groups) if groups else 0.0,
             "sequences": sum(min(len(s), self.sequences_per_episode) for s in sequences), "dropped_calls": dropped,
             "trained_tokens": sum(len(q.trained_ids()) for s in sequences for q in s[: self.sequences_per_episode]),
+            # what the optimizer step runs forward and backward (prompt + completion of every used slot)
+            "sequence_tokens": sum(len(q.prompt_ids) + len(q.completion_ids)
+                                   for s in sequences for q in s[: self.sequences_per_episode]),
+            "rollout_s": round(played_s, 3),
             "failed": sum(1 for r in records if r.status == "failed"),
             "rewards": [[None if x is None else round(x, 4) for x in grp] for grp in groups]}
         example = next(((r, s[0]) for r, s in zip(records, sequences, strict=True) if s), None)

@@ -89,6 +89,10 @@ def run_grpo(config: GRPOConfig, file: str = "<config>", restart: bool = False) 
 
     out = output_dir(config)
     check_config(config, file)
+    if config.adapter:  # before anything is played or loaded
+        from sparring.train.policy import check_adapter
+
+        check_adapter(config.adapter, config.model)
     state = state_for(config, file)
 
     def prepare() -> None:  # one process moves, checks and writes OUT/state.json
@@ -117,13 +121,16 @@ def _train(config: GRPOConfig, file: str, arena: Any, out: Path) -> Path:
     from sparring.train.checkpoints import TimeLimit, TrainingStopped, checkpoint_args, last_checkpoint
     from sparring.train.config import TrainSettings
     from sparring.train.policy import load_policy, lora_config, use_cuda
+    from sparring.train.trainers import checkpointing_arg
 
     temperature = learner_temperature(arena, config, file)  # before any weights are loaded
     rows = prompt_rows(sorted(arena.instances), config.seats)
     if not rows:
         raise SparringError(f"{file}: the experiment's dataset has no instances")
     out.mkdir(parents=True, exist_ok=True)
-    settings = TrainSettings(model=config.model, lora=config.lora)
+    # with `adapter`: a trainable PeftModel and no new LoRA (lora_config gives None); TRL then keeps a
+    # frozen copy of it as the KL reference when beta > 0
+    settings = TrainSettings(model=config.model, lora=config.lora, adapter=config.adapter)
     model, tokenizer = load_policy(settings)
     console = Console(stderr=True, soft_wrap=True, quiet=not distributed.is_main())
     steps_log = out / "rollouts.jsonl"
@@ -147,7 +154,7 @@ def _train(config: GRPOConfig, file: str, arena: Any, out: Path) -> Path:
                      num_generations=rollout.slots, max_steps=config.max_steps, temperature=temperature,
                      learning_rate=config.learning_rate, beta=config.beta, logging_steps=config.logging_steps,
                      **checkpoint_args(config.save_steps, config.save_total_limit), report_to=[], seed=config.seed,
-                     bf16=cuda, use_cpu=not cuda, gradient_checkpointing=True, **trl_vllm_args(config.vllm))
+                     bf16=cuda, use_cpu=not cuda, **checkpointing_arg(True), **trl_vllm_args(config.vllm))
     curve = out / "rewards.jsonl"
 
     class RewardLog(TrainerCallback):
@@ -156,7 +163,7 @@ def _train(config: GRPOConfig, file: str, arena: Any, out: Path) -> Path:
                 last = rollout.history[-1] if rollout.history else {}
                 with open(curve, "a", encoding="utf-8") as f:
                     f.write(json.dumps({"step": state.global_step, "reward": logs["reward"],
-                                        "reward_std": logs.get("reward_std"),
+                                        "reward_std": logs.get("reward_std"), "kl": logs.get("kl"),
                                         "zero_advantage_fraction": last.get("zero_advantage_fraction"),
                                         "trained_tokens": last.get("trained_tokens"),
                                         "dropped_calls": last.get("dropped_calls")}) + "\n")
@@ -200,13 +207,14 @@ def grpo_report(out: Path, config: GRPOConfig) -> Path:
     lines = [f"# Online GRPO: {config.name}", "",
              f"{config.max_steps} steps, {config.prompts_per_step} prompt(s) x {config.num_generations} episodes "
              f"per step; game `{config.experiment.get('game')}`; adapter in `{out / 'adapter'}`.", "",
-             "| step | mean episode reward | std | zero-advantage groups |", "|---|---|---|---|",
+             "| step | mean episode reward | std | zero-advantage groups | KL to the start (beta > 0) |",
+             "|---|---|---|---|---|",
              *[f"| {p['step']} | {p['reward']:.3f} | {p.get('reward_std') or 0:.3f} | "
-               f"{_fraction(p.get('zero_advantage_fraction'))} |" for p in points], ""]
+               f"{_fraction(p.get('zero_advantage_fraction'))} | {_fraction(p.get('kl'), '.4g')} |" for p in points], ""]
     path = out / "report.md"
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
 
 
-def _fraction(x: Any) -> str:
-    return "" if x is None else f"{x:.2f}"
+def _fraction(x: Any, fmt: str = ".2f") -> str:
+    return "" if x is None else format(x, fmt)

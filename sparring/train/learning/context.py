@@ -10,7 +10,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -28,6 +28,20 @@ NEGOTIATOR = {"backend": "scripted", "args": {
         "[message] I would like the books; you can keep the hats.",
         "[message] The balls matter most to me. What do you need?", "[message] Let us split evenly."]},
     "sampling": {"max_new_tokens": 32}}
+
+
+class Played(NamedTuple):
+    """One run of an experiment config: its records and where its wall time went."""
+
+    records: list[Any]
+    seconds: float   # the whole call: loading the models, playing, storing
+    run_dir: Path
+    load_s: float    # loading the models (and resolving the experiment)
+    play_s: float    # playing the games, after loading
+
+    def walls(self, stage: str = "heldout") -> dict[str, float]:
+        """`load_<stage>` and `play_<stage>` (everything after loading) seconds, for a Stage."""
+        return {f"load_{stage}": self.load_s, f"play_{stage}": self.seconds - self.load_s}
 
 
 @dataclass
@@ -93,8 +107,13 @@ class Context:
         self.write_models()
         return alias
 
-    def play(self, config: dict[str, Any], name: str) -> tuple[list[Any], float, Path]:
-        """Run one experiment config (its `models_file` = the suite's); (records, seconds, run dir)."""
+    def batch_size(self, max_live: int) -> int:
+        """The batch the engine can give the base model: its `max_batch_size` (the hf backend's
+        default 16), at most the games in flight."""
+        return min(int(self.base_entry()["args"].get("max_batch_size") or 16), max_live)
+
+    def play(self, config: dict[str, Any], name: str) -> Played:
+        """Run one experiment config (its `models_file` = the suite's)."""
         from sparring.engine.run import RunOptions, run_experiment
         from sparring.records.reader import iter_records
 
@@ -110,4 +129,6 @@ class Context:
         if result.status != "complete":
             raise SparringError(f"{name}: the run ended {result.status} (see {result.run_dir})")
         run_dir = Path(result.run_dir or "")
-        return list(iter_records(run_dir)), seconds, run_dir
+        load_s = float(result.summary.get("load_s") or 0.0)
+        return Played(list(iter_records(run_dir)), seconds, run_dir, load_s,
+                      float(result.summary.get("wall_s") or seconds - load_s))

@@ -17,7 +17,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from sparring.train.learning.context import Context
+from sparring.train.learning.context import Context, Played
 from sparring.train.learning.registry import experiment
 from sparring.train.learning.results import Experiment, Stage, mean, paired, rate
 
@@ -29,6 +29,7 @@ SIZES: dict[str, dict[str, Any]] = {
              "max_steps": -1},
 }
 GAME = {"format": "debate", "rounds": 1}
+MAX_LIVE = 16
 DATA_ARGS = {"people": 2, "filler_sentences": 0}
 
 
@@ -46,7 +47,7 @@ def _loop_config(ctx: Context, size: dict[str, Any]) -> Any:
                                 "judge": {"role": "judge", "model": "quote-judge"}},
                      "tournament": {"type": "self_play", "participants": ["policy"], "judges": ["judge"], "flip": True},
                      "branch": {"target": "policy", "k": 2, "mode": "half", "depth": 1},
-                     "run": {"seed": 0, "max_live": 16}},
+                     "run": {"seed": 0, "max_live": MAX_LIVE}},
         # hard labels (standard DPO): the quote judge's probabilities of two sibling speeches differ by
         # ~0.2-0.6, so soft targets sigmoid(difference) sit at 0.55-0.65 and the loss starts at its
         # floor (measured: loss 0.693, no held-out change after one iteration); near-ties dropped
@@ -58,7 +59,7 @@ def _loop_config(ctx: Context, size: dict[str, Any]) -> Any:
         "evaluation": {"dataset": {"name": "generated", "split": "test", "limit": size["heldout"], "args": DATA_ARGS}}})
 
 
-def evaluate(ctx: Context, policy: str, judge: str, name: str, size: dict[str, Any]) -> tuple[dict, dict, float]:
+def evaluate(ctx: Context, policy: str, judge: str, name: str, size: dict[str, Any]) -> tuple[dict, dict, Played]:
     """Policy vs base on every held-out debate: both answer assignments (`flip`) and both seat
     orders (the first speaker has an edge under the quote judge), greedy."""
     sampling = {"temperature": 0.0, "max_new_tokens": size["tokens"]}
@@ -69,11 +70,11 @@ def evaluate(ctx: Context, policy: str, judge: str, name: str, size: dict[str, A
                       "judge": {"role": "judge", "model": judge}},
            "tournament": {"type": "custom", "matchups": [["policy", "base"], ["base", "policy"]], "judges": ["judge"],
                           "flip": True},
-           "run": {"seed": 0, "max_live": 16}}
-    records, seconds, _ = ctx.play(cfg, name)
+           "run": {"seed": 0, "max_live": MAX_LIVE}}
+    played = ctx.play(cfg, name)
     wins, probs, quotes = [], [], []
     per: dict[str, list[float]] = defaultdict(list)
-    for r in records:
+    for r in played.records:
         m = r.outcome.metrics if r.outcome else {}
         seat = next((p for p, s in r.seats.items() if s.agent == "policy"), None)
         if seat is None or "probs" not in m:
@@ -85,11 +86,12 @@ def evaluate(ctx: Context, policy: str, judge: str, name: str, size: dict[str, A
         q = (m.get("quote_stats") or {}).get(seat) or {}
         quotes.append(float(q.get("n_valid") or 0))
     metrics = {"win_rate": rate(wins), "judge_prob": mean(probs), "valid_quotes": mean(quotes)}
-    return metrics, {k: sum(v) / len(v) for k, v in per.items()}, seconds
+    return metrics, {k: sum(v) / len(v) for k, v in per.items()}, played
 
 
 @experiment("debate-dpo")
 def run(ctx: Context) -> Experiment:
+    from sparring.train.learning.loops import run_iterations, speed
     from sparring.train.loop import Loop
 
     size = SIZES[ctx.size]
@@ -97,43 +99,30 @@ def run(ctx: Context) -> Experiment:
     config = _loop_config(ctx, size)
     loop = Loop(config, "<learning suite>", console=ctx.console)
     loop.start()
-    base_m, base_per, base_s = evaluate(ctx, ctx.label, "quote-judge", "debate-base", size)
-    heldout = sorted(base_per)
-    exp = _new(ctx, set(), heldout)
-    exp.stages.append(Stage("base", 0, base_m, {"play_heldout": base_s}))
+    base_m, base_per, base_played = evaluate(ctx, ctx.label, "quote-judge", "debate-base", size)
+    exp = _new(ctx, set(), sorted(base_per))
+    exp.stages.append(Stage("base", 0, base_m, base_played.walls("heldout")))
     ctx.progress(exp)
-    training: set[str] = set()
-    final = ctx.label
-    for k in range(1, size["iterations"] + 1):
-        walls = {}
-        for stage in ("play", "export", "train", "register"):
-            t = time.perf_counter()
-            result = loop.stage(k, stage)
-            walls[stage] = time.perf_counter() - t
-            if stage == "export":
-                training |= set(result["instances"])
-                pairs = result["pairs"]
-        train = loop.state["iterations"][str(k)]["train"]
-        final = ctx.register(f"debate-dpo-{k}", train["adapter"])
-        m, per, ev_s = evaluate(ctx, final, "quote-judge", f"debate-dpo-{k}", size)
-        walls["play_heldout"] = ev_s
-        exp.stages.append(Stage(f"debate-dpo-{k}", k, m, walls, info={"pairs": pairs, "loss": train["loss"],
-                                                                       "steps": train["steps"]}))
-        exp.paired[f"judge_prob debate-dpo-{k} - base (quote judge)"] = paired(base_per, per)
-        exp.training_ids = sorted(training)
-        exp.__post_init__()
-        ctx.progress(exp)
+    done = run_iterations(ctx, exp, loop, "debate-dpo", lambda a, n: evaluate(ctx, a, "quote-judge", n, size),
+                          base_per, "judge_prob", lambda export, train: {
+                              "pairs": export["pairs"], "loss": train["loss"], "steps": train["steps"]},
+                          suffix=" (quote judge)")
+    final = done.final
     # the bundled model as judge: mean judge probability of the final policy, paired over instances
-    m, per, ev_s = evaluate(ctx, final, ctx.label, "debate-final-model-judge", size)
-    b, bper, bs = evaluate(ctx, ctx.label, ctx.label, "debate-base-model-judge", size)
-    exp.stages.append(Stage("base, model judge", 0, b, {"play_heldout": bs}, seed=100,
+    m, per, played = evaluate(ctx, final, ctx.label, "debate-final-model-judge", size)
+    b, bper, bplayed = evaluate(ctx, ctx.label, ctx.label, "debate-base-model-judge", size)
+    exp.stages.append(Stage("base, model judge", 0, b, bplayed.walls("heldout"), seed=100,
                             info={"judge": ctx.label}))
     ctx.progress(exp)
-    exp.stages.append(Stage(f"{final.split('@')[1]}, model judge", size["iterations"], m, {"play_heldout": ev_s},
+    exp.stages.append(Stage(f"{final.split('@')[1]}, model judge", size["iterations"], m, played.walls("heldout"),
                             seed=100, info={"judge": ctx.label}))
     exp.paired["judge_prob final - base (model judge)"] = paired(bper, per)
+    exp.speed = speed(ctx, base_played, MAX_LIVE, done.train_tokens, done.train_s)
     exp.notes.append("seed 100 rows: judged by the base model itself (mean judge probability of the "
                      "policy's side); the other rows: the scripted quote judge")
+    exp.notes.append("speed: training = every iteration's DPO (both sequences of each pair seen ÷ the train "
+                     "stages' wall time, loading included); rollout = the base model's held-out debates "
+                     "(quote judge)")
     exp.wall_s = time.perf_counter() - start
     return exp
 

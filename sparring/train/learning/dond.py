@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sparring.train.learning.context import Context
+from sparring.train.learning.context import Context, Played
 from sparring.train.learning.registry import experiment
 from sparring.train.learning.results import Experiment, Stage, mean, paired, rate
 
@@ -25,6 +25,7 @@ SIZES: dict[str, dict[str, Any]] = {
     "full": {"warm": 256, "games": 64, "heldout": 64, "iterations": 2, "tokens": 32, "max_turns": 8, "max_steps": -1,
              "keep": "above_avg", "aborted": False},
 }
+MAX_LIVE = 32
 GAME = {"objective": "self", "untagged_as_message": True, "prefill_proposals": True,
         "reveal_proposals": True, "remind_pool": True}
 
@@ -48,7 +49,7 @@ def _loop_config(ctx: Context, size: dict[str, Any], data: str) -> Any:
         "selfplay": {"game": "dond", "game_args": _game(size), "dataset": _dataset("train", size["games"]),
                      "agents": {"policy": {"role": "negotiator", "model": ctx.label, "sampling": sampling}},
                      "tournament": {"type": "self_play", "participants": ["policy"]},
-                     "run": {"seed": 0, "max_live": 32}},
+                     "run": {"seed": 0, "max_live": MAX_LIVE}},
         "export": {"keep": size["keep"], "cumulative": False, "include_aborted": size["aborted"]},
         "train": {"method": "sft", "model": ctx.model, "learning_rate": 2e-4, "epochs": 1, "batch_size": 4,
                   "max_steps": size["max_steps"],
@@ -56,15 +57,15 @@ def _loop_config(ctx: Context, size: dict[str, Any], data: str) -> Any:
         "evaluation": {"dataset": _dataset("test", size["heldout"])}})
 
 
-def evaluate(ctx: Context, model: str, name: str, size: dict[str, Any]) -> tuple[dict, dict, float]:
+def evaluate(ctx: Context, model: str, name: str, size: dict[str, Any]) -> tuple[dict, dict, Played]:
     cfg = {"game": "dond", "game_args": _game(size), "dataset": _dataset("test", size["heldout"]),
            "agents": {"policy": {"role": "negotiator", "model": model,
                                  "sampling": {"temperature": 0.8, "max_new_tokens": size["tokens"]}}},
-           "tournament": {"type": "self_play", "participants": ["policy"]}, "run": {"seed": 0, "max_live": 32}}
-    records, seconds, _ = ctx.play(cfg, name)
+           "tournament": {"type": "self_play", "participants": ["policy"]}, "run": {"seed": 0, "max_live": MAX_LIVE}}
+    played = ctx.play(cfg, name)
     valid, deal, reward, pareto = [], [], [], []
     per: dict[str, float] = {}
-    for r in records:
+    for r in played.records:
         m = r.outcome.metrics if r.outcome else {}
         turns, bad = int(m.get("turns") or 0), int(m.get("n_invalid_total") or 0)
         valid.append(turns / (turns + bad) if turns + bad else 0.0)
@@ -74,7 +75,7 @@ def evaluate(ctx: Context, model: str, name: str, size: dict[str, Any]) -> tuple
         pareto.append(bool(m.get("pareto_optimal")))
         per[r.instance_id] = float(bool(m.get("deal")))
     return ({"valid_action_rate": mean(valid), "agreement": rate(deal), "mean_reward": mean(reward),
-             "pareto_rate": rate(pareto)}, per, seconds)
+             "pareto_rate": rate(pareto)}, per, played)
 
 
 @experiment("dond-selfplay")
@@ -82,6 +83,8 @@ def run(ctx: Context) -> Experiment:
     from pathlib import Path
 
     from sparring.errors import SparringError
+    from sparring.train.export.human import human_sft_rows
+    from sparring.train.learning.loops import run_iterations, speed, trained_tokens
     from sparring.train.loop import Loop
 
     size = SIZES[ctx.size]
@@ -92,42 +95,31 @@ def run(ctx: Context) -> Experiment:
     t = time.perf_counter()
     loop.start()
     warm_s = time.perf_counter() - t
-    base_m, base_per, base_s = evaluate(ctx, ctx.label, "dond-base", size)
+    base_m, base_per, base_played = evaluate(ctx, ctx.label, "dond-base", size)
     exp = Experiment(name="dond-selfplay", description="Deal or No Deal: SFT warm start on human dialogues, then "
                      "self-play SFT on the above-average games (lm-selfplay); held-out self-play.",
                      model=ctx.label, primary="agreement", training_ids=[], heldout_ids=sorted(base_per),
                      target="valid actions >= 0.95 and agreement >= 25 points above the base model; "
                             "each iteration not below the warm start (>= 64 held-out games)")
-    exp.stages.append(Stage("base", 0, base_m, {"play_heldout": base_s}))
+    exp.stages.append(Stage("base", 0, base_m, base_played.walls("heldout")))
     warm = loop.state["warm"]
     alias = ctx.register("dond-warm", warm["adapter"])
-    m, per, ev_s = evaluate(ctx, alias, "dond-warm", size)
-    exp.stages.append(Stage("dond-warm", 0, m, {"train": warm_s, "play_heldout": ev_s},
+    m, per, played = evaluate(ctx, alias, "dond-warm", size)
+    exp.stages.append(Stage("dond-warm", 0, m, {"train": warm_s, **played.walls("heldout")},
                             info={"rows": warm["rows"], "steps": warm["steps"], "loss": warm["loss"]}))
     exp.paired["agreement dond-warm - base"] = paired(base_per, per)
     ctx.progress(exp)
-    training: set[str] = set()
-    for k in range(1, size["iterations"] + 1):
-        walls = {}
-        for stage in ("play", "export", "train", "register"):
-            t = time.perf_counter()
-            result = loop.stage(k, stage)
-            walls[stage] = time.perf_counter() - t
-            if stage == "export":
-                training |= set(result["instances"])
-        train = loop.state["iterations"][str(k)]["train"]
-        alias = ctx.register(f"dond-selfplay-{k}", train["adapter"])
-        m, per, ev_s = evaluate(ctx, alias, f"dond-selfplay-{k}", size)
-        walls["play_heldout"] = ev_s
-        exp.stages.append(Stage(f"dond-selfplay-{k}", k, m, walls,
-                                info={"rows": train["rows"], "loss": train["loss"], "steps": train["steps"]}))
-        exp.paired[f"agreement dond-selfplay-{k} - base"] = paired(base_per, per)
-        exp.training_ids = sorted(training)
-        exp.__post_init__()
-        ctx.progress(exp)
-    exp.training_ids = sorted(training)
-    exp.__post_init__()  # re-check disjointness with the final training set
+    done = run_iterations(ctx, exp, loop, "dond-selfplay", lambda a, n: evaluate(ctx, a, n, size), base_per,
+                          "agreement", lambda export, train: {"rows": train["rows"], "loss": train["loss"],
+                                                              "steps": train["steps"]})
+    w = loop.config.warm_start
+    assert w is not None
+    warm_rows = human_sft_rows(w.human, w.file, split=w.split, limit=w.limit)  # what loop.start trained on
+    warm_tokens = trained_tokens(ctx, warm_rows, warm["steps"], loop.config.train)
+    exp.speed = speed(ctx, base_played, MAX_LIVE, warm_tokens + done.train_tokens, warm_s + done.train_s)
     exp.notes.append(f"warm start: {warm['rows']} SFT rows from {size['warm']} human dialogues of data.txt "
                      "(their scenarios are human ones, not generated: disjoint from the held-out set by source)")
+    exp.notes.append("speed: training = the warm start and every iteration's SFT (tokens of the rows seen ÷ "
+                     "their wall time, loading included); rollout = the base model's held-out games")
     exp.wall_s = time.perf_counter() - start
     return exp

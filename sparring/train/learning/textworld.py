@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sparring.train.learning.context import Context
+from sparring.train.learning.context import Context, Played
 from sparring.train.learning.registry import experiment
 from sparring.train.learning.results import Experiment, Stage, mean, paired, rate
 
@@ -36,6 +36,7 @@ SIZES: dict[str, dict[str, Any]] = {
     "full": {"train": 24, "heldout": 40, "max_steps": 24, "steps": 16, "chunks": 1, "seeds": [0, 1],
              "params": WORLD, "max_length": 3072, "max_live": 40},
 }
+MAX_LIVE = 8
 GAME_ARGS = {"show_valid_actions": True, "history": None, "keep_recipe": True}
 
 
@@ -44,7 +45,7 @@ def _config(model: str, split: str, n: int, size: dict[str, Any], sampling: dict
             "dataset": {"name": "cookingworld", "split": split, "limit": n, "args": {"params": size["params"]}},
             "agents": {"cook": {"role": "player", "model": model, "sampling": sampling}},
             "tournament": {"type": "self_play", "participants": ["cook"]},
-            "run": {"seed": 0, "max_live": size.get("max_live", 8)}}
+            "run": {"seed": 0, "max_live": size.get("max_live", MAX_LIVE)}}
 
 
 def episode_rows(records: list[Any], agent: str = "cook") -> list[dict[str, Any]]:
@@ -64,38 +65,41 @@ def episode_rows(records: list[Any], agent: str = "cook") -> list[dict[str, Any]
     return list(last.values())
 
 
-def evaluate(ctx: Context, model: str, name: str, n: int, size: dict[str, Any]) -> tuple[dict[str, Any], dict, float, list]:
-    records, seconds, _ = ctx.play(_config(model, "dev", n, size, {"temperature": 0.0, "max_new_tokens": 12,
-                                                                   "stop": ["\n"]}), name)
-    per = {r.instance_id: r.outcome.metrics for r in records if r.outcome}
+def evaluate(ctx: Context, model: str, name: str, n: int, size: dict[str, Any]) -> tuple[dict[str, Any], dict, Played]:
+    played = ctx.play(_config(model, "dev", n, size, {"temperature": 0.0, "max_new_tokens": 12, "stop": ["\n"]}),
+                      name)
+    per = {r.instance_id: r.outcome.metrics for r in played.records if r.outcome}
     metrics = {"success": rate([bool(m["success"]) for m in per.values()]),
                "score": mean([float(m["score"]) for m in per.values()]),
                "invalid_rate": mean([float(m["invalid_rate"]) for m in per.values()])}
-    return metrics, {k: float(m["score"]) for k, m in per.items()}, seconds, records
+    return metrics, {k: float(m["score"]) for k, m in per.items()}, played
 
 
 @experiment("textworld-sft")
 def run(ctx: Context) -> Experiment:
     from sparring.train.config import LoraSettings, TrainSettings
-    from sparring.train.learning.speed import count_params, rollout_ratio, training_ratio
+    from sparring.train.learning.loops import speed
+    from sparring.train.learning.speed import row_tokens
     from sparring.train.trainers import train_sft
 
     size = SIZES[ctx.size]
     start = time.perf_counter()
     gold_size = {**size, "max_steps": size.get("gold_max_steps", size["max_steps"])}
-    gold, gold_s, _ = ctx.play(_config("textworld-gold", "train", size["train"], gold_size, {"max_new_tokens": 16}),
-                               "textworld-gold")
+    gold_played = ctx.play(_config("textworld-gold", "train", size["train"], gold_size, {"max_new_tokens": 16}),
+                           "textworld-gold")
+    gold = gold_played.records
     rows = episode_rows([r for r in gold if r.outcome and r.outcome.metrics.get("success")])
-    base_m, base_scores, base_s, base_records = evaluate(ctx, ctx.label, "textworld-base", size["heldout"], size)
+    base_m, base_scores, base_played = evaluate(ctx, ctx.label, "textworld-base", size["heldout"], size)
     exp = Experiment(
         name="textworld-sft", description="TextWorld cooking: LoRA SFT on gold demonstrations (one multi-turn "
         "row per episode), held-out dev-fold games played greedily.", model=ctx.label, primary="score",
         training_ids=sorted({r.instance_id for r in gold}), heldout_ids=sorted(base_scores),
         target=">= 30 points of success above the base model, invalid commands <= 10% (>= 40 held-out games)")
-    exp.stages.append(Stage("base", 0, base_m, {"play_heldout": base_s, "gold_demos": gold_s},
+    exp.stages.append(Stage("base", 0, base_m, {**base_played.walls("heldout"), "gold_demos": gold_played.seconds},
                             info={"gold_success": rate([bool(r.outcome.metrics["success"]) for r in gold]).value,
                                   "rows": len(rows)}))
-    tokens_per_row, train_s, trained_steps = _row_tokens(ctx, rows), 0.0, 0
+    tokens_per_row = sum(row_tokens(ctx.model, r) for r in rows) / len(rows) if rows else 0.0
+    train_s, trained_steps = 0.0, 0
     for seed in size["seeds"]:
         adapter = None
         for chunk in range(1, size["chunks"] + 1):
@@ -109,30 +113,17 @@ def run(ctx: Context) -> Experiment:
             adapter = str(result.adapter)
             alias = ctx.register(f"textworld-sft-s{seed}" + ("" if chunk == size["chunks"] else f"-c{chunk}"),
                                  result.adapter)
-            m, scores, ev_s, _ = evaluate(ctx, alias, f"textworld-{alias.split('@')[1]}", size["heldout"], size)
+            m, scores, played = evaluate(ctx, alias, f"textworld-{alias.split('@')[1]}", size["heldout"], size)
             step = chunk * size["steps"]
-            exp.stages.append(Stage(alias.split("@")[1], step, m, {"train": seconds, "play_heldout": ev_s}, seed=seed,
+            exp.stages.append(Stage(alias.split("@")[1], step, m, {"train": seconds, **played.walls("heldout")},
+                                    seed=seed,
                                     info={"rows": result.rows, "dropped": result.dropped, "loss": result.loss,
                                           "adapter": adapter}))
             exp.paired[f"score {alias.split('@')[1]} - base"] = paired(base_scores, scores, seed=seed)
             ctx.progress(exp)
-    exp.speed = {**training_ratio(tokens_per_row * trained_steps, train_s, count_params(ctx.model), ctx.flops),
-                 **{k: v for k, v in rollout_ratio(ctx.model, base_records, base_s, 12).items()}}
+    exp.speed = speed(ctx, base_played, size.get("max_live", MAX_LIVE), tokens_per_row * trained_steps,
+                      train_s)  # batch 1: a row a step
     exp.notes.append(f"{len(rows)} SFT rows (one per gold episode, {tokens_per_row:.0f} tokens on average); "
                      f"gold policy success on the training games {exp.stages[0].info['gold_success']:.2f}")
     exp.wall_s = time.perf_counter() - start
     return exp
-
-
-def _row_tokens(ctx: Context, rows: list[dict[str, Any]]) -> float:
-    """Mean tokens of the SFT rows (the training-speed numerator: tokens per optimizer step at batch 1)."""
-    from transformers import AutoTokenizer
-
-    from sparring.models.bundled import offline_hf
-    from sparring.train.policy import resolve_base
-
-    with offline_hf():
-        tok = AutoTokenizer.from_pretrained(resolve_base(ctx.model), local_files_only=True)
-    lengths = [len(tok(tok.apply_chat_template(r["messages"], tokenize=False), add_special_tokens=False)["input_ids"])
-               for r in rows]
-    return sum(lengths) / len(lengths) if lengths else 0.0
