@@ -22,7 +22,10 @@ DATA = "/work/shared/data/dond/data.txt"
 SIZES: dict[str, dict[str, Any]] = {
     "quick": {"warm": 4, "games": 4, "heldout": 4, "iterations": 2, "tokens": 16, "max_turns": 4, "max_steps": 1,
               "keep": "all", "aborted": True},  # a tiny random model aborts every game: a pipeline check
-    "full": {"warm": 256, "games": 64, "heldout": 64, "iterations": 2, "tokens": 32, "max_turns": 8, "max_steps": -1,
+    # full: 256 human dialogues give ~1,630 per-turn rows, one epoch of which is 408 steps of batch 4
+    # (~50 s a step here under load: hours), so every SFT stage (warm start, each iteration) is capped
+    # at 32 steps = 128 rows of ~390 tokens
+    "full": {"warm": 256, "games": 64, "heldout": 64, "iterations": 2, "tokens": 32, "max_turns": 8, "max_steps": 32,
              "keep": "above_avg", "aborted": False},
 }
 MAX_LIVE = 32
