@@ -66,7 +66,7 @@ def vllm_server():
             choices.append({"index": len(choices), "text": tok.decode(ids), "finish_reason": "stop",
                             "token_ids": ids, "prompt_token_ids": prompt,
                             "logprobs": {"tokens": [f"token_id:{t}" for t in ids], "token_logprobs": lps,
-                                         "top_logprobs": [{f"token_id:{t}": lp} for t, lp in zip(ids, lps)]}})
+                                         "top_logprobs": [{f"token_id:{t}": lp} for t, lp in zip(ids, lps, strict=True)]}})
         return {"choices": choices}
 
     @app.post("/generate/")
