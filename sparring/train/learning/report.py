@@ -118,7 +118,7 @@ def plot_curve(e: Experiment, path: Path) -> Path:
         ys = [s.metrics[e.primary].value for s in pts]
         lo = [s.metrics[e.primary].ci[0] for s in pts]
         hi = [s.metrics[e.primary].ci[1] for s in pts]
-        ax.plot(xs, ys, marker="o", label=pts[-1].name if len(own) == 1 else f"seed {seed}")
+        ax.plot(xs, ys, marker="o", label=f"seed {seed}: {pts[-1].name}")
         if not any(math.isnan(v) for v in lo + hi):
             ax.fill_between(xs, lo, hi, alpha=0.2)
     if baseline and all(s.step == 0 for s in e.stages):
