@@ -22,10 +22,11 @@ from sparring.train.learning.registry import experiment
 from sparring.train.learning.results import Experiment, Stage, mean, paired, rate
 
 SIZES: dict[str, dict[str, Any]] = {
-    "quick": {"train": 2, "heldout": 2, "iterations": 2, "tokens": 16, "max_pairs": 2, "max_length": 1024,
+    # quick: a tiny random model's sibling speeches score nearly alike, so no near-tie is dropped
+    "quick": {"train": 2, "heldout": 2, "iterations": 2, "tokens": 16, "max_pairs": 2, "max_length": 1024, "min_gap": 0.0,
               "max_steps": 1},
     # full: 24 held-out questions x 2 answer assignments x 2 seat orders = 96 debates per evaluation
-    "full": {"train": 32, "heldout": 24, "iterations": 2, "tokens": 48, "max_pairs": 32, "max_length": 1024,
+    "full": {"train": 32, "heldout": 24, "iterations": 2, "tokens": 48, "max_pairs": 32, "max_length": 1024, "min_gap": 0.05,
              "max_steps": -1},
 }
 GAME = {"format": "debate", "rounds": 1}
@@ -51,7 +52,7 @@ def _loop_config(ctx: Context, size: dict[str, Any]) -> Any:
         # hard labels (standard DPO): the quote judge's probabilities of two sibling speeches differ by
         # ~0.2-0.6, so soft targets sigmoid(difference) sit at 0.55-0.65 and the loss starts at its
         # floor (measured: loss 0.693, no held-out change after one iteration); near-ties dropped
-        "export": {"target": "binary", "min_gap": 0.05, "max_pairs": size["max_pairs"]},
+        "export": {"target": "binary", "min_gap": size["min_gap"], "max_pairs": size["max_pairs"]},
         "train": {"method": "dpo", "model": ctx.model, "learning_rate": 2e-4, "epochs": 1, "batch_size": 2,
                   "max_steps": size["max_steps"],
                   "max_length": size["max_length"], "lora": {"r": 8, "alpha": 16},
