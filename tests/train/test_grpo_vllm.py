@@ -21,7 +21,7 @@ from sparring.models.tiny import tiny_tokenizer
 from sparring.train.chat_templates import apply_generation_markers
 from sparring.train.grpo.config import GRPOConfig, VLLMSettings
 from sparring.train.grpo.rollout import EpisodeRollout, prompt_rows
-from sparring.train.grpo.vllm_rollout import ServedVLLM, server_url, trl_vllm_args, vllm_learner
+from sparring.train.grpo.vllm_rollout import ServedVLLM, trl_vllm_args, vllm_learner
 
 
 def _fake_server_class():
@@ -95,11 +95,11 @@ def trl_args(tmp_path, settings: VLLMSettings):
 def test_trl_takes_the_vllm_settings(tmp_path):
     assert trl_vllm_args(None) == {}
     args = trl_args(tmp_path, VLLMSettings(mode="server", server_base_url="http://10.0.0.5:8000/"))
-    assert args.use_vllm and args.vllm_mode == "server" and server_url(args) == "http://10.0.0.5:8000"
+    assert args.use_vllm and args.vllm_mode == "server" and args.vllm_server_base_url == "http://10.0.0.5:8000/"
     assert args.vllm_importance_sampling_correction is False  # the rollout's log-probs are not vLLM's
     args = trl_args(tmp_path, VLLMSettings(mode="colocate", gpu_memory_utilization=0.5, max_model_length=4096))
     assert args.vllm_mode == "colocate" and args.vllm_gpu_memory_utilization == 0.5
-    assert args.vllm_max_model_length == 4096 and server_url(args) == "http://0.0.0.0:8000"
+    assert args.vllm_max_model_length == 4096 and args.vllm_server_base_url is None
     with pytest.raises(ValueError, match="mode"):
         GRPOConfig(experiment={}, vllm={"mode": "remote"})
 

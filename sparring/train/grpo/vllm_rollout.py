@@ -46,11 +46,6 @@ def trl_vllm_args(settings: VLLMSettings | None) -> dict[str, Any]:
     return out
 
 
-def server_url(args: Any) -> str:
-    """The vLLM server TRL talks to (as `trl.GRPOConfig` resolves it)."""
-    return (args.vllm_server_base_url or f"http://{args.vllm_server_host}:{args.vllm_server_port}").rstrip("/")
-
-
 def chat_prompt_ids(tokenizer: Any, messages: Any, assistant_prefix: str = "") -> list[int]:
     """The token ids vLLM is fed for a request: the chat template with its generation prompt, then
     the assistant prefix (GRPO trains the sampled tokens after exactly these)."""
