@@ -99,11 +99,7 @@ class IndexEntry:
         """Scalar outcome metrics (+ judge probs); from a sidecar they stay JSON text until read
         (only the CSV export reads them all: a table needs `judge_probability` alone)."""
         if self.metrics_json is not None:
-            try:
-                loaded = json.loads(self.metrics_json)
-            except ValueError:
-                loaded = None
-            self._metrics, self.metrics_json = _dict(loaded), None
+            self._metrics, self.metrics_json = _dict(_loads(self.metrics_json)), None
         return self._metrics
 
     @metrics.setter
@@ -114,11 +110,7 @@ class IndexEntry:
     def rewards(self) -> Mapping[str, float]:
         """Reward per player (lazily parsed like `metrics`)."""
         if self.rewards_json is not None:
-            try:
-                loaded = json.loads(self.rewards_json)
-            except ValueError:
-                loaded = None
-            self._rewards, self.rewards_json = _rewards(loaded), None
+            self._rewards, self.rewards_json = _rewards(_loads(self.rewards_json)), None
         return self._rewards
 
     @rewards.setter
@@ -142,3 +134,11 @@ def _summary_metrics(metrics: Any) -> dict[str, Any]:
     if isinstance(probs, dict) and len(probs) <= 8:
         out["probs"] = probs
     return out
+
+
+def _loads(text: str) -> Any:
+    """A sidecar's JSON text, or None when it does not parse (read as empty, never a crash)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
