@@ -60,6 +60,7 @@ class RunCatalog:
         self._orders: dict[str, tuple[int, list[RunSummary]]] = {}
         self._lock = threading.Lock()
         self._refresh_lock = threading.Lock()
+        self._load_lock = threading.Lock()  # a request and the read-ahead may reach the same row together
         self._refreshing = False
 
     def _refresh(self) -> None:
@@ -76,15 +77,17 @@ class RunCatalog:
 
     def _load(self, rows: list[RunSummary], config: bool = True) -> None:
         """Read what `rows` still miss: manifests (and configs). Rows are filled in place,
-        so a sort order that held them unread is stale: the version is bumped."""
+        so a sort order that held them unread is stale: the version is bumped. Each row is checked
+        and read under one lock, so it is read once however many threads want it."""
         fresh = False
         for r in rows:
             path = self.runs_dir / r.name
-            if not r.loaded:
-                add_manifest(r, path)
-                fresh = True
-            if config and not r.configured:
-                add_config(r, path)
+            with self._load_lock:
+                if not r.loaded:
+                    add_manifest(r, path)
+                    fresh = True
+                if config and not r.configured:
+                    add_config(r, path)
         if fresh:
             with self._lock:
                 self._version += 1

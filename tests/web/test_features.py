@@ -97,7 +97,12 @@ def test_runs_list_is_cached_and_sees_new_runs(client, runs_dir, monkeypatch):
     monkeypatch.setattr(catalog, "LIST_TTL_S", 0.0)
     calls = []
     real = catalog.add_manifest
-    monkeypatch.setattr(catalog, "add_manifest", lambda r, p: calls.append(p.name) or real(r, p))
+    def slow_read(r, p):  # a slow disk widens the window in which a request and the read-ahead meet
+        calls.append(p.name)
+        time.sleep(0.02)
+        real(r, p)
+
+    monkeypatch.setattr(catalog, "add_manifest", slow_read)
     for _ in range(3):
         client.get("/runs?sort=episodes")
         time.sleep(0.05)
