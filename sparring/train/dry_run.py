@@ -64,7 +64,12 @@ def loop_plan(config: Any, file: str) -> dict[str, Any]:
     plan: dict[str, Any] = {"name": config.name, "file": file, "method": config.method, "output_dir": str(loop.dir),
                             "iterations": config.iterations, "alias": config.alias,
                             "done": loop.tracker.started()}
-    if config.warm_start:
+    if config.warm_start and config.warm_start.adapter is not None:
+        from sparring.train.policy import check_adapter
+
+        check_adapter(config.warm_start.adapter, config.train.model)
+        plan["warm"] = {"adapter": config.warm_start.adapter, "rows": 0, "steps": 0}
+    elif config.warm_start and config.warm_start.file is not None:
         from sparring.train.export.human import human_sft_rows
 
         w = config.warm_start
@@ -105,7 +110,9 @@ def print_loop_plan(console: Console, plan: dict[str, Any]) -> None:
                   f"output {plan['output_dir']}")
     if plan["done"]:
         console.print(f"already started: {', '.join(plan['done'])} (config unchanged; the run continues)")
-    if "warm" in plan:
+    if "warm" in plan and "adapter" in plan["warm"]:
+        console.print(f"warm start: the adapter {plan['warm']['adapter']}")
+    elif "warm" in plan:
         console.print(f"warm start: {plan['warm']['rows']} human SFT rows, {plan['warm']['steps']} step(s)")
     table = Table(title=f"{plan['iterations']} iteration(s), each (nothing loaded)", show_header=True)
     for col in ("stage", "plan"):

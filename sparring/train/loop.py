@@ -85,7 +85,8 @@ class Loop:
             models[f"{self.config.alias}@base"] = self._base_entry()
             self._write_models({"models": models})
         if self.config.warm_start and "warm" not in self.state:
-            self.console.print("[bold]warm start: SFT on human games[/bold]")
+            w = self.config.warm_start
+            self.console.print(f"[bold]warm start: {'adapter ' + w.adapter if w.adapter else 'SFT on human games'}[/bold]")
             self.tracker.start("warm")
             self.state["warm"] = distributed.stage(self.warm, all_ranks=True, what="warm start")
             self._save()
@@ -200,12 +201,18 @@ class Loop:
         return {"alias": alias}
 
     def warm(self) -> dict[str, Any]:
-        """SFT on human games (`warm_start`) before the first iteration: ALIAS@0's adapter."""
+        """SFT on human games (`warm_start`) before the first iteration, or the given adapter:
+        ALIAS@0's adapter."""
         from sparring.train.export.human import human_sft_rows
+        from sparring.train.policy import check_adapter
         from sparring.train.trainers import train_sft
 
         w = self.config.warm_start
         assert w is not None
+        if w.adapter is not None:  # trained elsewhere: ALIAS@0 is the base model with it
+            check_adapter(w.adapter, self.config.train.model)
+            return {"adapter": str(Path(w.adapter).expanduser().resolve()), "rows": 0, "steps": 0, "loss": None}
+        assert w.file is not None
         rows = human_sft_rows(w.human, w.file, split=w.split, limit=w.limit)
         if not rows:
             raise SparringError(f"warm_start: no human games could be replayed from {w.file}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from sparring.train.config import TrainSettings
 from sparring.types import Strict
@@ -25,12 +25,20 @@ class ExportSettings(Strict):
 
 
 class WarmStart(Strict):
-    """SFT on human games before the first iteration (the lm-selfplay warm start)."""
+    """Where ALIAS@0 starts: SFT on human games before the first iteration (the lm-selfplay warm
+    start, `file`), or a LoRA adapter trained elsewhere (`adapter`: e.g. SFT on demonstrations)."""
 
     human: str = "dond"  # a game's human-data source (`Game.hooks.human_data`): dond, nyu, ...
-    file: str = Field(description="data.txt (dond) or the NYU readable JSONL")
+    file: str | None = Field(None, description="data.txt (dond) or the NYU readable JSONL")
+    adapter: str | None = Field(None, description="a LoRA adapter of the base model: ALIAS@0 is the base with it")
     split: str = "train"
     limit: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> WarmStart:
+        if (self.file is None) == (self.adapter is None):
+            raise ValueError("warm_start needs exactly one of `file` (human games to train on) or `adapter`")
+        return self
 
 
 class EvalSettings(Strict):

@@ -143,8 +143,9 @@ def test_the_loop_experiments_build_valid_loop_configs(tmp_path, size):
     from sparring.train.learning.context import Context
 
     ctx = Context(out=tmp_path, size=size, model="smollm2-135m", label="smollm2-135m")
-    d = debate._loop_config(ctx, debate.SIZES[size])
+    d = debate._loop_config(ctx, debate.SIZES[size], str(tmp_path / "warm"))
     assert d.method == "dpo" and d.selfplay["agents"]["judge"]["model"] == "quote-judge"
+    assert d.warm_start is not None and d.warm_start.adapter == str(tmp_path / "warm")  # DPO starts from the SFT'd debater
     assert d.selfplay["dataset"]["split"] == "train" and d.evaluation.dataset["split"] == "test"
     n = dond._loop_config(ctx, dond.SIZES[size], dond.DATA)
     assert n.method == "sft" and n.warm_start is not None

@@ -30,6 +30,7 @@ from sparring.gameapi.game import (
 from sparring.games.debate import views
 from sparring.games.debate.background import fit_background
 from sparring.games.debate.config import DebateConfig
+from sparring.games.debate.demonstrator import POSITION_LABEL, STORY_LABEL
 from sparring.games.debate.hooks import HOOKS
 from sparring.games.debate.instance import DebateInstance
 from sparring.games.debate.metrics import episode_metrics
@@ -210,6 +211,14 @@ class DebateGame(Game[DebateInstance, DebateState]):
 
     def observation(self, state: DebateState, player: str) -> list[Message]:
         return views.build_messages(self.config, state, player)
+
+    def request_labels(self, state: DebateState, player: str) -> dict[str, Any]:
+        """A debater's position and the story it was shown, for the scripted demonstrator
+        (`demonstrator.py`); nothing for the judge or before an open debate's choice."""
+        answer = state.player_answer.get(player)
+        if answer is None:
+            return {}
+        return {POSITION_LABEL: state.instance.answers[answer], STORY_LABEL: state.background}
 
     # -- acting -----------------------------------------------------------------------------
     def _event(self, st: DebateState, player: str, tag: str, content: str, *, visible_to=None,

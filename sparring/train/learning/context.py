@@ -20,6 +20,9 @@ from sparring.errors import SparringError
 QUOTE_JUDGE = {"backend": "scripted", "args": {
     "record_requests": False, "mode": "fixed", "text": "A", "score_mode": "callable",
     "score_function": "sparring.games.debate.scripted_judge:quote_judge_weights"}}
+# the scripted debater that quotes (sparring/games/debate/demonstrator.py): the debate warm start's demonstrations
+DEBATE_DEMONSTRATOR = {"backend": "scripted", "args": {
+    "record_requests": False, "mode": "callable", "function": "sparring.games.debate.demonstrator:quoting_speech"}}
 TEXTWORLD_GOLD = {"backend": "scripted", "args": {
     "record_requests": False, "mode": "callable", "function": "sparring.games.textworld_cooking.gold:gold_command"},
     "sampling": {"max_new_tokens": 16}}
@@ -79,6 +82,7 @@ class Context:
     def write_models(self) -> None:
         """The suite's models file: the base model, the scripted helpers, every registered adapter."""
         models: dict[str, Any] = {self.label: self.base_entry(), "quote-judge": QUOTE_JUDGE,
+                                  "debate-demonstrator": DEBATE_DEMONSTRATOR,
                                   "textworld-gold": TEXTWORLD_GOLD, "scripted-negotiator": NEGOTIATOR}
         for alias, adapter in self.adapters.items():
             entry = copy.deepcopy(models[self.label])

@@ -3,9 +3,13 @@ quote judge (`sparring/games/debate/scripted_judge.py`: its preference is known 
 then the final policy judged by the base model itself.
 
 Training debates are the generated dataset's `train` split, held-out ones its `test` split (ids
-checked disjoint). Each iteration the policy plays branched self-play debates judged by the quote
-judge; sibling continuations become DPO pairs, the speech the judge preferred as chosen (the
-existing loop, `sparring.train.loop`). The held-out evaluation plays every instance four times
+checked disjoint). The bundled model never writes a `<quote>` on its own, so the judge's main reward
+would never be sampled: first a warm start, SFT on the speeches of a scripted demonstrator
+(`sparring/games/debate/demonstrator.py`: names its answer, quotes the story sentence that mentions
+it) on the training debates — Arnesen et al. also start DPO from an SFT'd debater. Then each
+iteration the policy plays branched self-play debates judged by the quote judge; sibling
+continuations become DPO pairs, the speech the judge preferred as chosen (the existing loop,
+`sparring.train.loop`, started from the warm adapter). The held-out evaluation plays every instance four times
 (both answer assignments, both seat orders) trained-vs-base, greedy: win rate of the trained
 debater under the quote judge (ties count half, Wilson interval), its mean judge probability and
 the paired per-instance difference against the base playing itself in the same seats.
@@ -24,25 +28,53 @@ from sparring.train.learning.results import Experiment, Stage, mean, paired, rat
 SIZES: dict[str, dict[str, Any]] = {
     # quick: a tiny random model's sibling speeches score nearly alike, so no near-tie is dropped
     "quick": {"train": 2, "heldout": 2, "iterations": 2, "tokens": 16, "max_pairs": 2, "max_length": 1024, "min_gap": 0.0,
-              "max_steps": 1},
+              "max_steps": 1, "demo_steps": 1},
     # full: 24 held-out questions x 2 answer assignments x 2 seat orders = 96 debates per evaluation
+    # the warm start: 12 steps of 4 of the demonstrator's 128 speeches (~400 tokens each, ~11 min here)
     "full": {"train": 32, "heldout": 24, "iterations": 2, "tokens": 48, "max_pairs": 32, "max_length": 1024, "min_gap": 0.05,
-             "max_steps": -1},
+             "max_steps": -1, "demo_steps": 12},
 }
 GAME = {"format": "debate", "rounds": 1}
 MAX_LIVE = 16
 DATA_ARGS = {"people": 2, "filler_sentences": 0}
 
 
-def _loop_config(ctx: Context, size: dict[str, Any]) -> Any:
+def _dataset(split: str, n: int) -> dict[str, Any]:
+    return {"name": "generated", "split": split, "limit": n, "args": DATA_ARGS}
+
+
+def warm_start(ctx: Context, size: dict[str, Any]) -> tuple[str, dict[str, Any], Played]:
+    """SFT on the scripted demonstrator's speeches in the training debates: the adapter, the
+    training result's facts and the demonstration run."""
+    from sparring.train.config import LoraSettings, TrainSettings
+    from sparring.train.export import ExportFilters, sft_rows
+    from sparring.train.trainers import train_sft
+
+    demos = ctx.play({"game": "debate", "game_args": GAME, "dataset": _dataset("train", size["train"]),
+                      "agents": {"policy": {"role": "debater", "model": "debate-demonstrator"},
+                                 "judge": {"role": "judge", "model": "quote-judge"}},
+                      "tournament": {"type": "self_play", "participants": ["policy"], "judges": ["judge"],
+                                     "flip": True},
+                      "run": {"seed": 0, "max_live": MAX_LIVE}}, "debate-demonstrations")
+    rows = sft_rows(demos.records, ExportFilters(agent="policy"))
+    settings = TrainSettings(model=ctx.model, method="sft", learning_rate=5e-4, max_steps=size["demo_steps"],
+                             batch_size=4, max_length=size["max_length"], lora=LoraSettings(r=8, alpha=16))
+    result = train_sft(rows, settings, ctx.out / "adapters" / "debate-warm")
+    quotes = [float(q.get("n_valid") or 0) for r in demos.records if r.outcome
+              for q in (r.outcome.metrics.get("quote_stats") or {}).values()]
+    return str(result.adapter), {"rows": result.rows, "steps": result.steps, "loss": result.loss,
+                                 "demo_valid_quotes": sum(quotes) / max(1, len(quotes))}, demos
+
+
+def _loop_config(ctx: Context, size: dict[str, Any], warm: str) -> Any:
     from sparring.train.loop_config import LoopConfig
 
     return LoopConfig.model_validate({
         "name": "debate-dpo", "alias": "debater", "method": "dpo", "iterations": size["iterations"],
         "output_dir": str(ctx.out / "loops" / "debate-dpo"), "models_file": str(ctx.models_file),
-        "policy_agent": "policy",
+        "policy_agent": "policy", "warm_start": {"adapter": warm},
         "selfplay": {"game": "debate", "game_args": GAME,
-                     "dataset": {"name": "generated", "split": "train", "limit": size["train"], "args": DATA_ARGS},
+                     "dataset": _dataset("train", size["train"]),
                      "agents": {"policy": {"role": "debater", "model": ctx.label,
                                            "sampling": {"temperature": 0.9, "max_new_tokens": size["tokens"]}},
                                 "judge": {"role": "judge", "model": "quote-judge"}},
@@ -57,7 +89,7 @@ def _loop_config(ctx: Context, size: dict[str, Any]) -> Any:
                   "max_steps": size["max_steps"],
                   "max_length": size["max_length"], "lora": {"r": 8, "alpha": 16},
                   "dpo": {"beta": 0.1}},
-        "evaluation": {"dataset": {"name": "generated", "split": "test", "limit": size["heldout"], "args": DATA_ARGS}}})
+        "evaluation": {"dataset": _dataset("test", size["heldout"])}})
 
 
 def evaluate(ctx: Context, policy: str, judge: str, name: str, size: dict[str, Any]) -> tuple[dict, dict, Played]:
@@ -65,7 +97,7 @@ def evaluate(ctx: Context, policy: str, judge: str, name: str, size: dict[str, A
     orders (the first speaker has an edge under the quote judge), greedy."""
     sampling = {"temperature": 0.0, "max_new_tokens": size["tokens"]}
     cfg = {"game": "debate", "game_args": GAME,
-           "dataset": {"name": "generated", "split": "test", "limit": size["heldout"], "args": DATA_ARGS},
+           "dataset": _dataset("test", size["heldout"]),
            "agents": {"policy": {"role": "debater", "model": policy, "sampling": sampling},
                       "base": {"role": "debater", "model": ctx.label, "sampling": sampling},
                       "judge": {"role": "judge", "model": judge}},
@@ -97,17 +129,32 @@ def run(ctx: Context) -> Experiment:
 
     size = SIZES[ctx.size]
     start = time.perf_counter()
-    config = _loop_config(ctx, size)
-    loop = Loop(config, "<learning suite>", console=ctx.console)
-    loop.start()
     base_m, base_per, base_played = evaluate(ctx, ctx.label, "quote-judge", "debate-base", size)
-    exp = _new(ctx, set(), sorted(base_per))
+    t = time.perf_counter()
+    adapter, warm, demos = warm_start(ctx, size)
+    warm_s = time.perf_counter() - t
+    exp = _new(ctx, {r.instance_id for r in demos.records}, sorted(base_per))
     exp.stages.append(Stage("base", 0, base_m, base_played.walls("heldout")))
+    warm_alias = ctx.register("debate-warm", adapter)
+    m, warm_per, played = evaluate(ctx, warm_alias, "quote-judge", "debate-warm", size)
+    exp.stages.append(Stage("debate-warm", 0, m, {"train": warm_s, **played.walls("heldout")}, info=warm))
+    exp.paired["judge_prob debate-warm - base (quote judge)"] = paired(base_per, warm_per)
     ctx.progress(exp)
-    done = run_iterations(ctx, exp, loop, "debate-dpo", lambda a, n: evaluate(ctx, a, "quote-judge", n, size),
-                          base_per, "judge_prob", lambda export, train: {
-                              "pairs": export["pairs"], "loss": train["loss"], "steps": train["steps"]},
+    loop = Loop(_loop_config(ctx, size, adapter), "<learning suite>", console=ctx.console)
+    loop.start()
+    per_iteration: dict[str, dict[str, float]] = {}
+
+    def judged(alias: str, name: str) -> tuple[dict, dict, Played]:
+        out = evaluate(ctx, alias, "quote-judge", name, size)
+        per_iteration[name] = out[1]
+        return out
+
+    done = run_iterations(ctx, exp, loop, "debate-dpo", judged, base_per, "judge_prob",
+                          lambda export, train: {"pairs": export["pairs"], "loss": train["loss"],
+                                                 "steps": train["steps"]},
                           suffix=" (quote judge)")
+    for name, per in per_iteration.items():  # what DPO added on top of the warm start
+        exp.paired[f"judge_prob {name} - debate-warm (quote judge)"] = paired(warm_per, per)
     final = done.final
     # the bundled model as judge: mean judge probability of the final policy, paired over instances
     m, per, played = evaluate(ctx, final, ctx.label, "debate-final-model-judge", size)
@@ -119,6 +166,9 @@ def run(ctx: Context) -> Experiment:
                             seed=100, info={"judge": ctx.label}))
     exp.paired["judge_prob final - base (model judge)"] = paired(bper, per)
     exp.speed = speed(ctx, base_played, MAX_LIVE, done.train_tokens, done.train_s)
+    exp.notes.append(f"warm start: {warm['rows']} SFT rows (the scripted demonstrator's speeches in "
+                     f"{len(demos.records)} training debates; {warm['demo_valid_quotes']:.2f} valid quotes per "
+                     f"speech), {warm['steps']} steps; the DPO iterations start from it")
     exp.notes.append("seed 100 rows: judged by the base model itself (mean judge probability of the "
                      "policy's side); the other rows: the scripted quote judge")
     exp.notes.append("speed: training = every iteration's DPO (both sequences of each pair seen ÷ the train "
@@ -130,7 +180,8 @@ def run(ctx: Context) -> Experiment:
 
 def _new(ctx: Context, training: set[str], heldout: list[str]) -> Experiment:
     return Experiment(
-        name="debate-dpo", description="Debate: iterative DPO from branched self-play judged by the "
+        name="debate-dpo", description="Debate: SFT warm start on a scripted demonstrator's quoting speeches, "
+        "then iterative DPO from branched self-play judged by the "
         "scripted quote judge (hard labels: the sibling the judge preferred); held-out debates with both answer "
         "assignments and both seat orders, trained vs base, greedy.", model=ctx.label,
         primary="win_rate", training_ids=sorted(training), heldout_ids=heldout,

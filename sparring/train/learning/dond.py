@@ -116,7 +116,7 @@ def run(ctx: Context) -> Experiment:
                           "agreement", lambda export, train: {"rows": train["rows"], "loss": train["loss"],
                                                               "steps": train["steps"]})
     w = loop.config.warm_start
-    assert w is not None
+    assert w is not None and w.file is not None
     warm_rows = human_sft_rows(w.human, w.file, split=w.split, limit=w.limit)  # what loop.start trained on
     warm_tokens = trained_tokens(ctx, warm_rows, warm["steps"], loop.config.train)
     exp.speed = speed(ctx, base_played, MAX_LIVE, warm_tokens + done.train_tokens, warm_s + done.train_s)
