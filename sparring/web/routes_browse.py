@@ -17,7 +17,8 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
 
 from sparring.records.files import EPISODES, FAILURES
-from sparring.records.index import RunIndex, read_at
+from sparring.records.index import RunIndex
+from sparring.records.lines import read_at
 from sparring.web.runs import (
     PAGE_SIZES,
     RUN_SORTS,

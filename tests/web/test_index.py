@@ -8,7 +8,8 @@ from pathlib import Path
 
 from synthetic import record, write_run
 
-from sparring.records.index import IndexCache, RunIndex, read_at
+from sparring.records.index import IndexCache, RunIndex
+from sparring.records.lines import read_at
 from sparring.records.reader import iter_records
 
 

@@ -217,7 +217,7 @@ def test_the_one_pass_summary_equals_the_general_path_line_by_line(tmp_path: Pat
     import mmap
 
     from sparring.records.entry import IndexEntry
-    from sparring.records.index import _fast_fill, _parse_summary, scan
+    from sparring.records.lines import _fast_fill, _parse_summary, scan
 
     run = write_run(tmp_path / "r", 6, failed=2)
     odd = json.loads((run / "episodes.jsonl").read_bytes().splitlines()[0])
