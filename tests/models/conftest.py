@@ -26,21 +26,23 @@ def api(fake_api_server):
     fake_api_server.reset()
 
 
+
 @pytest.fixture
-def make_model(api):
-    """`make(**args)`: an `openai` backend on the fake server (fast retries, no key), closed after the test."""
-    from sparring.models.openai_backend import OpenAIModel
-
-    made: list[OpenAIModel] = []
-
-    def make(**kwargs) -> OpenAIModel:
-        args = {"model": "fake-model", "base_url": api.openai_base_url, "timeout_s": 5.0,
-                "backoff_initial_s": 0.01, "backoff_max_s": 0.05, "api_key_env": "SPARRING_TEST_UNSET_KEY"}
-        args.update(kwargs)
-        model = OpenAIModel("test-openai", **args)
-        made.append(model)
-        return model
-
-    yield make
+def closing():
+    """`keep(model)`: returns `model` and closes it after the test."""
+    made = []
+    yield lambda model: made.append(model) or model
     for model in made:
         model.close()
+
+
+FAST = {"timeout_s": 5.0, "backoff_initial_s": 0.01, "backoff_max_s": 0.05, "api_key_env": "SPARRING_TEST_UNSET_KEY"}
+
+
+@pytest.fixture
+def make_model(api, closing):
+    """`make(**args)`: an `openai` backend on the fake server (fast retries, no key)."""
+    from sparring.models.openai_backend import OpenAIModel
+
+    return lambda **kw: closing(OpenAIModel("test-openai", **{"model": "fake-model", "base_url": api.openai_base_url,
+                                                              **FAST, **kw}))

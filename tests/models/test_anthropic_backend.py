@@ -19,20 +19,10 @@ def m(role: str, content: str) -> Message:
 
 
 @pytest.fixture
-def make_model(api):
-    made: list[AnthropicModel] = []
-
-    def make(**kwargs) -> AnthropicModel:
-        args = {"model": "claude-fake", "base_url": api.url, "timeout_s": 5.0, "backoff_initial_s": 0.01,
-                "backoff_max_s": 0.05, "api_key_env": "SPARRING_TEST_UNSET_KEY"}
-        args.update(kwargs)
-        model = AnthropicModel("test-anthropic", **args)
-        made.append(model)
-        return model
-
-    yield make
-    for model in made:
-        model.close()
+def make_model(api, closing):
+    fast = {"timeout_s": 5.0, "backoff_initial_s": 0.01, "backoff_max_s": 0.05, "api_key_env": "SPARRING_TEST_UNSET_KEY"}
+    return lambda **kw: closing(AnthropicModel("test-anthropic", **{"model": "claude-fake", "base_url": api.url,
+                                                                    **fast, **kw}))
 
 
 def test_registered_cannot_score():
