@@ -37,6 +37,16 @@ def view(index: RunIndex) -> tuple[list[tuple], list[str], int, int]:
     return rows, index.problems, index.done, index.duplicates
 
 
+def run_without_index(path: Path, n: int) -> tuple[Path, Path]:
+    """A run of `n` episodes whose `.index` folder (the store writes one at close) is gone."""
+    run = write_run(path, n)
+    index_dir = run / sidecar.INDEX_DIR
+    for p in index_dir.iterdir():
+        p.unlink()
+    index_dir.rmdir()
+    return run, index_dir
+
+
 def messy_run(tmp_path: Path, n: int = 30) -> Path:
     """A run with failures, a duplicate, a line that is not JSON, an invalid record and a torn tail."""
     run = write_run(tmp_path / "r", n, failed=2)
@@ -150,11 +160,7 @@ def test_a_corrupt_sidecar_is_ignored_and_rewritten(tmp_path: Path, damage: str)
 
 
 def test_an_unwritable_run_directory_keeps_the_index_in_memory(tmp_path: Path):
-    run = write_run(tmp_path / "r", 12)
-    index_dir = run / sidecar.INDEX_DIR
-    for p in index_dir.iterdir():
-        p.unlink()
-    index_dir.rmdir()
+    run, index_dir = run_without_index(tmp_path / "r", 12)
     index_dir.write_text("a file where the index folder would go")  # mkdir fails, even for root
     index = RunIndex(run).refresh(background=False).summarize_all(save=False)
     assert not index.save() and not index.writable
@@ -164,11 +170,7 @@ def test_an_unwritable_run_directory_keeps_the_index_in_memory(tmp_path: Path):
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root writes to read-only directories")
 def test_a_read_only_run_directory_keeps_the_index_in_memory(tmp_path: Path):
-    run = write_run(tmp_path / "r", 12)
-    index_dir = run / sidecar.INDEX_DIR
-    for p in index_dir.iterdir():
-        p.unlink()
-    index_dir.rmdir()
+    run, index_dir = run_without_index(tmp_path / "r", 12)
     os.chmod(run, 0o555)
     try:
         index = RunIndex(run).refresh(background=False).summarize_all(save=False)
@@ -179,11 +181,7 @@ def test_a_read_only_run_directory_keeps_the_index_in_memory(tmp_path: Path):
 
 def test_creating_the_index_folder_keeps_the_run_directory_mtime(tmp_path: Path):
     """The runs list sorts by the run directory's mtime ('last updated'): viewing is no update."""
-    run = write_run(tmp_path / "r", 5)
-    index_dir = run / sidecar.INDEX_DIR
-    for p in index_dir.iterdir():
-        p.unlink()
-    index_dir.rmdir()
+    run, index_dir = run_without_index(tmp_path / "r", 5)
     os.utime(run, ns=(1_000_000_000_000_000_000, 1_000_000_000_000_000_000))
     assert RunIndex(run).refresh(background=False).summarize_all(save=False).save()
     assert index_dir.is_dir() and os.stat(run).st_mtime_ns == 1_000_000_000_000_000_000
@@ -242,11 +240,7 @@ def test_the_one_pass_summary_equals_the_general_path_line_by_line(tmp_path: Pat
 def test_a_store_closes_normally_when_its_sidecar_cannot_be_written(tmp_path: Path):
     from sparring.engine.config import open_store, read_config
 
-    run = write_run(tmp_path / "r", 3)
-    index_dir = run / sidecar.INDEX_DIR
-    for p in index_dir.iterdir():
-        p.unlink()
-    index_dir.rmdir()
+    run, index_dir = run_without_index(tmp_path / "r", 3)
     index_dir.write_text("in the way")
     with open_store(run, read_config(run)) as store:
         store.add_done(record(50, random.Random(2), experiment="r"))
