@@ -30,9 +30,10 @@ SIZES: dict[str, dict[str, Any]] = {
     "quick": {"train": 2, "heldout": 2, "iterations": 2, "tokens": 16, "max_pairs": 2, "max_length": 1024, "min_gap": 0.0,
               "max_steps": 1, "demo_steps": 1},
     # full: 24 held-out questions x 2 answer assignments x 2 seat orders = 96 debates per evaluation
-    # the warm start: 12 steps of 4 of the demonstrator's 128 speeches (~400 tokens each, ~11 min here)
+    # the warm start: one epoch (32 steps of 4) of the demonstrator's 128 speeches (~400 tokens each,
+    # ~15 min here); 12 steps taught "The answer is X." but no quote: 0 valid in 256 sampled speeches
     "full": {"train": 32, "heldout": 24, "iterations": 2, "tokens": 48, "max_pairs": 32, "max_length": 1024, "min_gap": 0.05,
-             "max_steps": -1, "demo_steps": 12},
+             "max_steps": -1, "demo_steps": 32},
 }
 GAME = {"format": "debate", "rounds": 1}
 MAX_LIVE = 16
