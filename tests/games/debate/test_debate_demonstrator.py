@@ -38,12 +38,15 @@ def test_without_labels_it_refuses_clearly():
 
 
 def test_demonstrations_quote_validly_win_under_the_quote_judge_and_keep_labels_private(tmp_path):
+    from importlib import resources
+
     from sparring.engine.run import RunOptions, run_experiment
     from sparring.records.reader import iter_records
-    from sparring.train.learning.context import DEBATE_DEMONSTRATOR, QUOTE_JUDGE
 
+    shipped = resources.files("sparring") / "configs" / "experiments" / "models" / "scripted.yaml"
+    models = yaml.safe_load(shipped.read_text(encoding="utf-8"))["models"]  # as users get them
     (tmp_path / "models.yaml").write_text(yaml.safe_dump({"models": {
-        "demo": DEBATE_DEMONSTRATOR, "judge": QUOTE_JUDGE,
+        "demo": models["debate-demonstrator"], "judge": models["quote-judge"],
         "plain": {"backend": "scripted", "args": {"mode": "fixed", "text": "I am right and my opponent is wrong."}}}}))
     config = {"name": "demo", "game": "debate", "game_args": {"format": "debate", "rounds": 1},
               "models_file": str(tmp_path / "models.yaml"),
