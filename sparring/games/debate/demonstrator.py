@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from sparring.errors import BackendError
+from sparring.games.debate.scripted_judge import content_words
 from sparring.types import GenerateRequest
 
 POSITION_LABEL = "debate_position"
@@ -21,17 +22,14 @@ STORY_LABEL = "debate_story"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
-def _words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 3}
-
-
 def supporting_sentence(story: str, position: str) -> str | None:
-    """The shortest story sentence sharing the most words (of 3+ letters) with `position`."""
-    words = _words(position)
+    """The shortest story sentence sharing the most words (of 3+ letters, the judge's own rule)
+    with `position`."""
+    words = content_words(position)
     best: tuple[int, int] | None = None
     found = None
     for sentence in (s.strip() for s in _SENTENCE.split(story)):
-        overlap = len(words & _words(sentence))
+        overlap = len(words & content_words(sentence))
         if sentence and overlap and (best is None or (-overlap, len(sentence)) < best):
             best, found = (-overlap, len(sentence)), sentence
     return found

@@ -29,7 +29,8 @@ VALID = re.compile(r"<quote>(.*?)</quote>", re.IGNORECASE | re.DOTALL)
 INVALID = re.compile(r"<invalid_quote>(.*?)</invalid_quote>", re.IGNORECASE | re.DOTALL)
 
 
-def _words(text: str) -> set[str]:
+def content_words(text: str) -> set[str]:
+    """Lower-cased words of 3+ letters: what "names the answer" and "supports it" compare."""
     return {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 3}
 
 
@@ -47,12 +48,12 @@ def speeches(text: str) -> dict[str, str]:
 
 
 def debater_score(speech: str, answer: str) -> float:
-    words = _words(answer)
+    words = content_words(answer)
     valid, invalid = VALID.findall(speech), INVALID.findall(speech)
     plain = INVALID.sub(" ", VALID.sub(" ", speech))
-    score = 1.0 if words & _words(plain) else 0.0
+    score = 1.0 if words & content_words(plain) else 0.0
     score += 2.0 * min(len(valid), 2)
-    score += 1.0 if any(words & _words(q) for q in valid) else 0.0
+    score += 1.0 if any(words & content_words(q) for q in valid) else 0.0
     score -= 1.0 * min(len(invalid), 2)
     score += 0.01 * min(len(plain.split()), 100)
     return score

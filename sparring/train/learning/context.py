@@ -16,13 +16,9 @@ import yaml
 
 from sparring.errors import SparringError
 
-# the deterministic scripted debate judge (sparring/games/debate/scripted_judge.py)
-QUOTE_JUDGE = {"backend": "scripted", "args": {
-    "record_requests": False, "mode": "fixed", "text": "A", "score_mode": "callable",
-    "score_function": "sparring.games.debate.scripted_judge:quote_judge_weights"}}
-# the scripted debater that quotes (sparring/games/debate/demonstrator.py): the debate warm start's demonstrations
-DEBATE_DEMONSTRATOR = {"backend": "scripted", "args": {
-    "record_requests": False, "mode": "callable", "function": "sparring.games.debate.demonstrator:quoting_speech"}}
+# from the shipped scripted models file, as users get them: the deterministic debate judge
+# (sparring/games/debate/scripted_judge.py) and the quoting debater of the debate warm start
+SHIPPED_SCRIPTED = ("quote-judge", "debate-demonstrator")
 TEXTWORLD_GOLD = {"backend": "scripted", "args": {
     "record_requests": False, "mode": "callable", "function": "sparring.games.textworld_cooking.gold:gold_command"},
     "sampling": {"max_new_tokens": 16}}
@@ -31,6 +27,15 @@ NEGOTIATOR = {"backend": "scripted", "args": {
         "[message] I would like the books; you can keep the hats.",
         "[message] The balls matter most to me. What do you need?", "[message] Let us split evenly."]},
     "sampling": {"max_new_tokens": 32}}
+
+
+def shipped_scripted() -> dict[str, Any]:
+    """The `SHIPPED_SCRIPTED` entries of `configs/experiments/models/scripted.yaml`."""
+    from importlib import resources
+
+    text = (resources.files("sparring") / "configs" / "experiments" / "models" / "scripted.yaml").read_text("utf-8")
+    models = yaml.safe_load(text)["models"]
+    return {name: models[name] for name in SHIPPED_SCRIPTED}
 
 
 class Played(NamedTuple):
@@ -81,8 +86,7 @@ class Context:
 
     def write_models(self) -> None:
         """The suite's models file: the base model, the scripted helpers, every registered adapter."""
-        models: dict[str, Any] = {self.label: self.base_entry(), "quote-judge": QUOTE_JUDGE,
-                                  "debate-demonstrator": DEBATE_DEMONSTRATOR,
+        models: dict[str, Any] = {self.label: self.base_entry(), **shipped_scripted(),
                                   "textworld-gold": TEXTWORLD_GOLD, "scripted-negotiator": NEGOTIATOR}
         for alias, adapter in self.adapters.items():
             entry = copy.deepcopy(models[self.label])

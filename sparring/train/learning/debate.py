@@ -143,18 +143,12 @@ def run(ctx: Context) -> Experiment:
     ctx.progress(exp)
     loop = Loop(_loop_config(ctx, size, adapter), "<learning suite>", console=ctx.console)
     loop.start()
-    per_iteration: dict[str, dict[str, float]] = {}
-
-    def judged(alias: str, name: str) -> tuple[dict, dict, Played]:
-        out = evaluate(ctx, alias, "quote-judge", name, size)
-        per_iteration[name] = out[1]
-        return out
-
-    done = run_iterations(ctx, exp, loop, "debate-dpo", judged, base_per, "judge_prob",
+    done = run_iterations(ctx, exp, loop, "debate-dpo", lambda a, n: evaluate(ctx, a, "quote-judge", n, size),
+                          base_per, "judge_prob",
                           lambda export, train: {"pairs": export["pairs"], "loss": train["loss"],
                                                  "steps": train["steps"]},
                           suffix=" (quote judge)")
-    for name, per in per_iteration.items():  # what DPO added on top of the warm start
+    for name, per in done.per.items():  # what DPO added on top of the warm start
         exp.paired[f"judge_prob {name} - debate-warm (quote judge)"] = paired(warm_per, per)
     final = done.final
     # the bundled model as judge: mean judge probability of the final policy, paired over instances

@@ -25,6 +25,7 @@ class Iterations:
     train_s: float = 0.0                                     # its training stages' wall time, summed
     train_tokens: float = 0.0                                # tokens those training runs processed
     walls: list[dict[str, float]] = field(default_factory=list)
+    per: dict[str, dict[str, float]] = field(default_factory=dict)  # stage -> instance -> primary value
 
 
 def drive(loop: Any, k: int) -> tuple[dict[str, float], dict[str, Any]]:
@@ -55,6 +56,7 @@ def run_iterations(ctx: Context, exp: Experiment, loop: Any, prefix: str, evalua
         name = f"{prefix}-{k}"
         done.final = ctx.register(name, train["adapter"])
         metrics, per, played = evaluate(done.final, name)
+        done.per[name] = per
         walls.update(played.walls("heldout"))
         exp.stages.append(Stage(name, k, metrics, walls, info=info(results["export"], train)))
         exp.paired[f"{metric} {name} - base{suffix}"] = paired(base_per, per)
