@@ -3,7 +3,10 @@
 FastAPI app served by uvicorn in a daemon thread on 127.0.0.1 with an OS-assigned port. Tests
 program it: per-request latency, a queue of scripted failures (status codes with Retry-After,
 hangs longer than the client timeout, malformed JSON), the reply text and top-logprob tables.
-It records every request and the peak number of requests in flight at once.
+It records every request and the peak number of requests in flight at once: received and not yet
+answered, counted before a `serial` server queues them, so the peak is the client's concurrency.
+`reset()` starts a new count: a request a previous test left running (a hang, a queued request whose
+client timed out) never counts toward the next test's peak.
 
 `Behaviour.drops_prefill` serves like llama-cpp-python's server (as observed in issue #29): it
 ignores `continue_final_message`, so a final assistant message is a finished turn and the reply a
@@ -104,6 +107,7 @@ class FakeAPIServer:
         self._serial: asyncio.Lock | None = None
         self.in_flight = 0
         self.peak_in_flight = 0
+        self._epoch = 0  # bumped by reset(); in_flight counts only requests of the current epoch
         self._lock = threading.Lock()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -150,6 +154,8 @@ class FakeAPIServer:
             self.requests.clear()
             self.adapters.clear()
             self.peak_in_flight = 0
+            self.in_flight = 0
+            self._epoch += 1
 
     def fail(self, kind: str = "status", *, times: int = 1, **kwargs: Any) -> None:
         """Queue `times` copies of a failure, e.g. fail(status=429, retry_after="1"), fail("hang")."""
@@ -186,10 +192,19 @@ class FakeAPIServer:
         return app
 
     async def _handle(self, request: Request, flavour: str) -> Response:
-        if self.behaviour.serial:
-            async with self._serial_lock():
-                return await self._handle_one(request, flavour)
-        return await self._handle_one(request, flavour)
+        with self._lock:
+            epoch = self._epoch
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            if self.behaviour.serial:
+                async with self._serial_lock():
+                    return await self._handle_one(request, flavour)
+            return await self._handle_one(request, flavour)
+        finally:
+            with self._lock:
+                if epoch == self._epoch:
+                    self.in_flight -= 1
 
     def _serial_lock(self) -> asyncio.Lock:
         if self._serial is None:  # created inside the server's event loop
@@ -202,8 +217,6 @@ class FakeAPIServer:
                        time.monotonic())
         with self._lock:
             self.requests.append(rec)
-            self.in_flight += 1
-            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
             b = self.behaviour
             failure = b.failures.popleft() if b.failures else None
         try:
@@ -233,7 +246,6 @@ class FakeAPIServer:
             return JSONResponse(self._anthropic_reply(body, reply))
         finally:
             with self._lock:
-                self.in_flight -= 1
                 rec.t_done = time.monotonic()
 
     @staticmethod

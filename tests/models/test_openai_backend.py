@@ -304,9 +304,10 @@ def test_a_one_request_at_a_time_server_needs_concurrency_one(api, make_model):
     requests = [GenerateRequest(messages=[Message(role="user", content=f"q{i}")]) for i in range(5)]
     crowded = make_model(concurrency=5, timeout_s=0.8, max_retries=0).generate(requests)
     assert any(isinstance(r, BaseException) for r in crowded)  # queued behind each other: timed out
+    assert api.peak_in_flight > 1
     api.reset()
     api.behaviour.serial = True
     api.behaviour.latency_s = 0.3
     one_at_a_time = make_model(concurrency=1, timeout_s=0.8, max_retries=0).generate(requests)
     assert all(not isinstance(r, BaseException) for r in one_at_a_time)
-    assert api.peak_in_flight == 1
+    assert api.peak_in_flight == 1  # never a second request queued in the server
