@@ -45,6 +45,8 @@ class GRPOConfig(Strict):
         4, ge=1, description="training sequences per episode: one per learner call (calls whose prompts extend "
                              "the previous call's share one); an episode with more trains its first N and the "
                              "rest are counted as dropped_calls in the log")
+    gradient_checkpointing: bool = Field(True, description="recompute activations in the backward pass: less "
+                                         "memory, one more forward pass per step (off: faster steps)")
     train_rejected: bool = Field(False, description="also train the learner's rejected replies (with the episode's "
                                                     "advantage; with format_penalty this pushes them down)")
     lora: LoraSettings | None = Field(default_factory=LoraSettings)

@@ -3,11 +3,13 @@ trainer (`sparring.train.grpo`): per-step reward, its within-group spread, the s
 whose group had zero reward variance (zero advantage: nothing trained) and the KL to the
 starting policy, then the learner against the same partner on held-out scenarios.
 
-It starts from the DoND warm start (`LABEL@dond-warm`, the SFT adapter the `dond-selfplay`
-experiment trains on the human dialogues) when this suite run (or an earlier one into the same
-OUTPUT) registered it, else from the base model; the notes say which. The baseline measured in
-the same run is that starting policy (and the base model); the gain is the paired per-scenario
-reward difference GRPO − start.
+It starts from the last DoND self-play iteration (`LABEL@dond-selfplay-K`) when this suite run (or
+an earlier one into the same OUTPUT) registered one, else from the DoND warm start
+(`LABEL@dond-warm`, the SFT adapter trained on the human dialogues), else from the base model; the
+notes say which. Self-play first because it reaches deals: from the warm start no training game of
+six GRPO steps reached one (2026-11-26), so the reward was only the rejected-reply penalty and the
+points never varied. The baseline measured in the same run is that starting policy (and the base
+model); the gain is the paired per-scenario reward difference GRPO − start.
 """
 
 from __future__ import annotations
@@ -25,7 +27,10 @@ SIZES: dict[str, dict[str, Any]] = {
     "full": {"train": 40, "heldout": 64, "steps": 40, "generations": 4, "tokens": 32, "max_turns": 6},
 }
 WARM_STAGE = "dond-warm"  # the stage the dond-selfplay experiment registers its warm start as
+SELFPLAY_STAGE = "dond-selfplay-"  # ... and its self-play iterations as, numbered from 1
 MAX_LIVE = 16
+# LoRA: 2e-5 moved the policy by a KL of 9e-5 in six steps (2026-11-26); the SFT default is 2e-4
+LEARNING_RATE = 1e-4
 BETA = 0.04  # a small KL to the starting policy: TRL logs the KL only when beta > 0 (evidence the issue asks for)
 GAME = {"objective": "self", "untagged_as_message": True, "prefill_proposals": True,
         "reveal_proposals": True, "remind_pool": True}
@@ -51,8 +56,12 @@ def evaluate(ctx: Context, model: str, name: str, size: dict[str, Any]) -> tuple
 
 
 def start_adapter(ctx: Context) -> tuple[str | None, str | None]:
-    """(alias, adapter dir) of the DoND warm start if the suite registered it, else (None, None)."""
-    alias = f"{ctx.label}@{WARM_STAGE}"
+    """(alias, adapter dir) of the last DoND self-play iteration the suite registered, else of its
+    warm start, else (None, None)."""
+    prefix = f"{ctx.label}@{SELFPLAY_STAGE}"
+    iterations = sorted((int(a[len(prefix):]), a) for a in ctx.adapters
+                        if a.startswith(prefix) and a[len(prefix):].isdigit())
+    alias = iterations[-1][1] if iterations else f"{ctx.label}@{WARM_STAGE}"
     adapter = ctx.adapters.get(alias)
     return (alias, adapter) if adapter else (None, None)
 
@@ -67,7 +76,7 @@ def run(ctx: Context) -> Experiment:
     start_alias, adapter = start_adapter(ctx)
     base_m, base_per, base_played = evaluate(ctx, ctx.label, "grpo-base", size)
     exp = Experiment(name="grpo", description="Online GRPO on Deal or No Deal (learner vs the scripted "
-                     f"negotiator), from {'the DoND warm start' if adapter else 'the base model'}; held-out "
+                     f"negotiator), from {start_alias or 'the base model'}; held-out "
                      "scenarios with the starting policy and after GRPO.", model=ctx.label,
                      primary="mean_reward", training_ids=_train_ids(ctx, size), heldout_ids=sorted(base_per),
                      target="a held-out gain over the starting policy with an interval above 0, or the "
@@ -83,7 +92,8 @@ def run(ctx: Context) -> Experiment:
     experiment_cfg = {**_experiment(size, "train", size["train"], "learner"), "models_file": str(ctx.models_file)}
     config = GRPOConfig(name="learning-grpo", model=ctx.model, adapter=adapter, experiment=experiment_cfg,
                         seats=[0, 1], num_generations=size["generations"], prompts_per_step=1,
-                        max_steps=size["steps"], learning_rate=2e-5, beta=BETA, format_penalty=0.1,
+                        max_steps=size["steps"], learning_rate=LEARNING_RATE, beta=BETA, format_penalty=0.1,
+                        sequences_per_episode=size["max_turns"] // 2, gradient_checkpointing=False,
                         output_dir=str(out))
     t = time.perf_counter()
     _train(config, out)
@@ -108,7 +118,7 @@ def run(ctx: Context) -> Experiment:
     exp.speed = speed(ctx, base_played, MAX_LIVE, sum(float(r.get("sequence_tokens") or 0) for r in rollouts),
                       max(train_s - rollout_s, 0.0))
     exp.speed["grpo_loss_tokens"] = sum(int(r.get("trained_tokens") or 0) for r in rollouts)
-    exp.notes.append(f"started from {f'the DoND warm start {start_alias} ({adapter})' if adapter else 'the base model (no DoND warm start registered in this suite run)'}"
+    exp.notes.append(f"started from {f'{start_alias} ({adapter})' if adapter else 'the base model (no DoND self-play or warm-start adapter registered in this suite run)'}"
                      f"; the baseline is that starting policy{' and the base model' if adapter else ''}, "
                      "measured in this run on the same held-out scenarios")
     exp.notes.append(f"{len(curve)} GRPO steps of {size['generations']} games; reward per step "
