@@ -245,9 +245,13 @@ def test_rollouts_of_a_single_player_game_score_the_learner_alone(tiny):
 
 
 @pytest.mark.slow
-def test_grpo_steps_on_a_tiny_model_with_the_quickstart_game_settings(tmp_path, capfd):
+@pytest.mark.parametrize("checkpointing", [True, False])
+def test_grpo_steps_on_a_tiny_model_with_the_quickstart_game_settings(tmp_path, capfd, monkeypatch, checkpointing):
     """The done-when check on a tiny model: the log shows the zero-advantage fraction and one
-    sequence's env_mask=1 text equal to the learner's sampled replies."""
+    sequence's env_mask=1 text equal to the learner's sampled replies; activation checkpointing is
+    on or off as configured."""
+    import trl
+
     from sparring.models.tiny import save_tiny_model
     from sparring.train.grpo.config import GRPOConfig
     from sparring.train.grpo.trainer import run_grpo
@@ -258,8 +262,18 @@ def test_grpo_steps_on_a_tiny_model_with_the_quickstart_game_settings(tmp_path, 
     experiment = dond(max_new_tokens=5)
     experiment["models_file"] = str(tmp_path / "m.yaml")
     cfg = GRPOConfig(name="t", model=str(path), output_dir=str(tmp_path / "out"), num_generations=2, max_steps=2,
-                     sequences_per_episode=3, format_penalty=0.1, experiment=experiment)
+                     sequences_per_episode=3, format_penalty=0.1, experiment=experiment,
+                     gradient_checkpointing=checkpointing)
+    trainers = []
+
+    class Recording(trl.GRPOTrainer):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            trainers.append(self)
+
+    monkeypatch.setattr(trl, "GRPOTrainer", Recording)
     report = run_grpo(cfg)
+    assert trainers[0].model.is_gradient_checkpointing is checkpointing
     curve = [json.loads(line) for line in (tmp_path / "out" / "rewards.jsonl").read_text().splitlines()]
     assert [p["step"] for p in curve] == [1, 2] and all("zero_advantage_fraction" in p for p in curve)
     steps = [json.loads(line) for line in (tmp_path / "out" / "rollouts.jsonl").read_text().splitlines()]
