@@ -38,6 +38,7 @@ from sparring.games.negotiation.hooks import HOOKS
 from sparring.games.negotiation.instance import ITEMS, PLURALS, DondInstance, Triple
 from sparring.games.negotiation.objectives import NAMED_LAMBDAS, Objective, objective_lambda, points, rewards
 from sparring.games.negotiation.pareto import ceilings
+from sparring.games.negotiation.partner import OFFER_LABEL, POOL_LABEL, VALUES_LABEL
 from sparring.games.negotiation.protocol import (
     ActionError,
     ParsedAction,
@@ -229,6 +230,13 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
         if bad is not None:
             msgs += [("assistant", bad[0]), ("user", bad[1])]
         return merge_roles(msgs)
+
+    def request_labels(self, state: DondState, player: str) -> dict[str, Any]:
+        """`player`'s values, the pool and the other player's proposal (if any), for the scripted
+        partner (`partner.py`)."""
+        offer = state.proposals.get(state.other(player))
+        return {VALUES_LABEL: list(state.values[player]), POOL_LABEL: list(state.instance.counts),
+                **({OFFER_LABEL: list(offer)} if offer is not None else {})}
 
     # -- acting -----------------------------------------------------------------------------
     def act(self, state: DondState, player: str, action: Action) -> Feedback:

@@ -18,17 +18,10 @@ from sparring.errors import SparringError
 
 # from the shipped scripted models file, as users get them: the deterministic debate judge
 # (sparring/games/debate/scripted_judge.py) and the quoting debater of the debate warm start
-SHIPPED_SCRIPTED = ("quote-judge", "debate-demonstrator")
+SHIPPED_SCRIPTED = ("quote-judge", "debate-demonstrator", "fair-negotiator")
 TEXTWORLD_GOLD = {"backend": "scripted", "args": {
     "record_requests": False, "mode": "callable", "function": "sparring.games.textworld_cooking.gold:gold_command"},
     "sampling": {"max_new_tokens": 16}}
-NEGOTIATOR = {"backend": "scripted", "args": {
-    "record_requests": False, "mode": "random", "seed": 21, "texts": [
-        "[message] I would like the books; you can keep the hats.",
-        "[message] The balls matter most to me. What do you need?", "[message] Let us split evenly."]},
-    "sampling": {"max_new_tokens": 32}}
-
-
 def shipped_scripted() -> dict[str, Any]:
     """The `SHIPPED_SCRIPTED` entries of `configs/experiments/models/scripted.yaml`."""
     from importlib import resources
@@ -87,7 +80,7 @@ class Context:
     def write_models(self) -> None:
         """The suite's models file: the base model, the scripted helpers, every registered adapter."""
         models: dict[str, Any] = {self.label: self.base_entry(), **shipped_scripted(),
-                                  "textworld-gold": TEXTWORLD_GOLD, "scripted-negotiator": NEGOTIATOR}
+                                  "textworld-gold": TEXTWORLD_GOLD}
         for alias, adapter in self.adapters.items():
             entry = copy.deepcopy(models[self.label])
             entry["args"].update(adapters={"trained": adapter}, default_adapter="trained")

@@ -1,4 +1,5 @@
-"""Experiment 4: online GRPO on Deal or No Deal (learner vs the scripted negotiator), the existing
+"""Experiment 4: online GRPO on Deal or No Deal (learner vs the scripted `fair-negotiator`, whose
+rule is known: `sparring/games/negotiation/partner.py`), the existing
 trainer (`sparring.train.grpo`): per-step reward, its within-group spread, the share of steps
 whose group had zero reward variance (zero advantage: nothing trained) and the KL to the
 starting policy, then the learner against the same partner on held-out scenarios.
@@ -40,7 +41,7 @@ def _experiment(size: dict[str, Any], split: str, n: int, learner: str) -> dict[
             "dataset": {"name": "dond_generated", "split": split, "args": {"n": max(2 * n, 40), "seed": 1}, "limit": n},
             "agents": {"learner": {"role": "negotiator", "model": learner,
                                    "sampling": {"temperature": 1.0, "max_new_tokens": size["tokens"]}},
-                       "partner": {"role": "negotiator", "model": "scripted-negotiator"}},
+                       "partner": {"role": "negotiator", "model": "fair-negotiator"}},
             "tournament": {"type": "custom", "matchups": [["learner", "partner"]]}, "run": {"seed": 0, "max_live": MAX_LIVE}}
 
 def evaluate(ctx: Context, model: str, name: str, size: dict[str, Any]) -> tuple[dict, dict, Played]:
@@ -76,7 +77,7 @@ def run(ctx: Context) -> Experiment:
     start_alias, adapter = start_adapter(ctx)
     base_m, base_per, base_played = evaluate(ctx, ctx.label, "grpo-base", size)
     exp = Experiment(name="grpo", description="Online GRPO on Deal or No Deal (learner vs the scripted "
-                     f"negotiator), from {start_alias or 'the base model'}; held-out "
+                     f"fair-negotiator), from {start_alias or 'the base model'}; held-out "
                      "scenarios with the starting policy and after GRPO.", model=ctx.label,
                      primary="mean_reward", training_ids=_train_ids(ctx, size), heldout_ids=sorted(base_per),
                      target="a held-out gain over the starting policy with an interval above 0, or the "
@@ -93,8 +94,7 @@ def run(ctx: Context) -> Experiment:
     config = GRPOConfig(name="learning-grpo", model=ctx.model, adapter=adapter, experiment=experiment_cfg,
                         seats=[0, 1], num_generations=size["generations"], prompts_per_step=1,
                         max_steps=size["steps"], learning_rate=LEARNING_RATE, beta=BETA, format_penalty=0.1,
-                        sequences_per_episode=size["max_turns"] // 2, gradient_checkpointing=False,
-                        output_dir=str(out))
+                        sequences_per_episode=size["max_turns"] // 2, output_dir=str(out))
     t = time.perf_counter()
     _train(config, out)
     train_s = time.perf_counter() - t

@@ -1,0 +1,63 @@
+"""A scripted Deal or No Deal partner with a known, learnable rule (a scripted model's `function`):
+the partner the learning suite's GRPO experiment trains against.
+
+Why: a partner that only sends messages can never close a deal (after a proposal the other
+player must propose, so every game aborts), and one that proposes at random makes the learner's
+points depend on luck, not on what it proposes. This one makes them depend on the learner:
+
+- before any proposal it says which item it values most:
+  `[message] I care most about the hats; you can have the rest.`
+- once the other player has proposed, it accepts (proposes the complement: a deal) when that
+  complement is worth at least half of what the whole pool is worth to it (`ACCEPT_SHARE`);
+  otherwise it claims every item it values (the proposals do not add up: no deal);
+- it never proposes first.
+
+So the best reply is the proposal that takes the most for oneself while leaving the partner half
+its value, which the learner can find from the partner's message and the game's outcomes. The
+partner reads its values, the pool and the other's proposal from the game's private request
+labels (`DondGame.request_labels`), never from the prompt's wording.
+"""
+
+from __future__ import annotations
+
+from sparring.errors import BackendError
+from sparring.games.negotiation.instance import ITEMS, PLURALS, Triple
+from sparring.games.negotiation.protocol import format_proposal
+from sparring.types import GenerateRequest
+
+VALUES_LABEL = "dond_values"
+POOL_LABEL = "dond_pool"
+OFFER_LABEL = "dond_offer"  # the counts the other player proposed for itself (absent: no proposal yet)
+ACCEPT_SHARE = 0.5
+
+
+def _triple(value: object, name: str) -> Triple:
+    if not (isinstance(value, list | tuple) and len(value) == 3 and all(isinstance(x, int) for x in value)):
+        raise BackendError(f"the DoND partner needs its {name} (three counts) in the request's labels: it only "
+                           "plays Deal or No Deal")
+    return (value[0], value[1], value[2])
+
+
+def worth(counts: Triple, values: Triple) -> int:
+    return sum(c * v for c, v in zip(counts, values, strict=True))
+
+
+def reply(values: Triple, pool: Triple, offer: Triple | None) -> str:
+    """The partner's turn as the game's text format (see the module docstring for the rule)."""
+    if offer is None:
+        top = max(range(3), key=lambda i: (values[i] * (pool[i] > 0), -i))
+        item = ITEMS[top] if pool[top] == 1 else PLURALS[top]
+        return f"[message] I care most about the {item}; you can have the rest."
+    rest = (pool[0] - offer[0], pool[1] - offer[1], pool[2] - offer[2])
+    if min(rest) >= 0 and worth(rest, values) >= ACCEPT_SHARE * worth(pool, values):
+        return f"[propose] {format_proposal(rest)}"
+    wanted = (pool[0] * (values[0] > 0), pool[1] * (values[1] > 0), pool[2] * (values[2] > 0))
+    return f"[propose] {format_proposal(wanted)}"
+
+
+def fair_partner(request: GenerateRequest) -> str:
+    """`function: sparring.games.negotiation.partner:fair_partner` of a scripted model."""
+    labels = request.context
+    values, pool = _triple(labels.get(VALUES_LABEL), "values"), _triple(labels.get(POOL_LABEL), "pool")
+    offer = labels.get(OFFER_LABEL)
+    return reply(values, pool, None if offer is None else _triple(offer, "offer"))
