@@ -118,16 +118,12 @@ def test_run_iterations_times_every_stage_registers_evaluates_and_checks_disjoin
                        "it", evaluate, {}, "score", lambda e, t: {})
 
 
-def test_grpo_starts_from_the_last_dond_self_play_iteration_else_the_warm_start(tmp_path):
+def test_grpo_starts_from_the_dond_warm_start_when_the_suite_registered_it(tmp_path):
     from sparring.train.learning.grpo import start_adapter
 
     ctx = Context(out=tmp_path, size="quick", model="smollm2-135m", label="smollm2-135m")
     assert start_adapter(ctx) == (None, None)
-    ctx.adapters["smollm2-135m@debate-dpo-2"] = "/x/debate"
+    ctx.adapters["smollm2-135m@dond-selfplay-2"] = "/x/iter"
     assert start_adapter(ctx) == (None, None)
     ctx.adapters["smollm2-135m@dond-warm"] = "/x/warm"
     assert start_adapter(ctx) == ("smollm2-135m@dond-warm", "/x/warm")
-    ctx.adapters["smollm2-135m@dond-selfplay-2"] = "/x/iter2"
-    ctx.adapters["smollm2-135m@dond-selfplay-10"] = "/x/iter10"  # numbers, not strings, are compared
-    ctx.adapters["smollm2-135m@dond-selfplay-1"] = "/x/iter1"
-    assert start_adapter(ctx) == ("smollm2-135m@dond-selfplay-10", "/x/iter10")

@@ -4,13 +4,14 @@ trainer (`sparring.train.grpo`): per-step reward, its within-group spread, the s
 whose group had zero reward variance (zero advantage: nothing trained) and the KL to the
 starting policy, then the learner against the same partner on held-out scenarios.
 
-It starts from the last DoND self-play iteration (`LABEL@dond-selfplay-K`) when this suite run (or
-an earlier one into the same OUTPUT) registered one, else from the DoND warm start
-(`LABEL@dond-warm`, the SFT adapter trained on the human dialogues), else from the base model; the
-notes say which. Self-play first because it reaches deals: from the warm start no training game of
-six GRPO steps reached one (2026-11-26), so the reward was only the rejected-reply penalty and the
-points never varied. The baseline measured in the same run is that starting policy (and the base
-model); the gain is the paired per-scenario reward difference GRPO − start.
+It starts from the DoND warm start (`LABEL@dond-warm`, the SFT adapter the `dond-selfplay`
+experiment trains on the human dialogues) when this suite run (or an earlier one into the same
+OUTPUT) registered it, else from the base model; the notes say which. Not from the self-play
+iterations: against this partner on the 40 GRPO training scenarios (2026-11-26) the warm start
+reached 2 deals, self-play iteration 1 one, and iteration 2 none in 64 held-out games — self-play
+taught the model to claim the whole pool, which a partner that wants half always refuses, so its
+groups would all score 0 (zero advantage). The baseline measured in the same run is that starting
+policy (and the base model); the gain is the paired per-scenario reward difference GRPO − start.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ SIZES: dict[str, dict[str, Any]] = {
     "full": {"train": 40, "heldout": 64, "steps": 40, "generations": 4, "tokens": 32, "max_turns": 6},
 }
 WARM_STAGE = "dond-warm"  # the stage the dond-selfplay experiment registers its warm start as
-SELFPLAY_STAGE = "dond-selfplay-"  # ... and its self-play iterations as, numbered from 1
 MAX_LIVE = 16
 # LoRA: 2e-5 moved the policy by a KL of 9e-5 in six steps (2026-11-26); the SFT default is 2e-4
 LEARNING_RATE = 1e-4
@@ -46,23 +46,21 @@ def _experiment(size: dict[str, Any], split: str, n: int, learner: str) -> dict[
 
 def evaluate(ctx: Context, model: str, name: str, size: dict[str, Any]) -> tuple[dict, dict, Played]:
     played = ctx.play(_experiment(size, "test", size["heldout"], model), name)
-    rewards, deals, per = [], [], {}
+    rewards, deals, finished, per = [], [], [], {}
     for r in played.records:
         seat = next(p for p, s in r.seats.items() if s.agent == "learner")
         reward = float(r.outcome.rewards.get(seat, 0.0)) if r.outcome else 0.0
+        metrics = r.outcome.metrics if r.outcome else {}
         rewards.append(reward)
-        deals.append(bool((r.outcome.metrics if r.outcome else {}).get("deal")))
+        deals.append(bool(metrics.get("deal")))
+        finished.append(not metrics.get("aborted", True))  # not ended by 5 invalid replies in a row
         per[r.instance_id] = reward
-    return {"mean_reward": mean(rewards), "agreement": rate(deals)}, per, played
+    return {"mean_reward": mean(rewards), "agreement": rate(deals), "not_aborted": rate(finished)}, per, played
 
 
 def start_adapter(ctx: Context) -> tuple[str | None, str | None]:
-    """(alias, adapter dir) of the last DoND self-play iteration the suite registered, else of its
-    warm start, else (None, None)."""
-    prefix = f"{ctx.label}@{SELFPLAY_STAGE}"
-    iterations = sorted((int(a[len(prefix):]), a) for a in ctx.adapters
-                        if a.startswith(prefix) and a[len(prefix):].isdigit())
-    alias = iterations[-1][1] if iterations else f"{ctx.label}@{WARM_STAGE}"
+    """(alias, adapter dir) of the DoND warm start if the suite registered it, else (None, None)."""
+    alias = f"{ctx.label}@{WARM_STAGE}"
     adapter = ctx.adapters.get(alias)
     return (alias, adapter) if adapter else (None, None)
 
