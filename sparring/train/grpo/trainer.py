@@ -154,7 +154,8 @@ def _train(config: GRPOConfig, file: str, arena: Any, out: Path) -> Path:
                      num_generations=rollout.slots, max_steps=config.max_steps, temperature=temperature,
                      learning_rate=config.learning_rate, beta=config.beta, logging_steps=config.logging_steps,
                      **checkpoint_args(config.save_steps, config.save_total_limit), report_to=[], seed=config.seed,
-                     bf16=cuda, use_cpu=not cuda, **checkpointing_arg(config.gradient_checkpointing), **trl_vllm_args(config.vllm))
+                     bf16=cuda, use_cpu=not cuda, **checkpointing_arg(config.gradient_checkpointing),
+                     **trl_vllm_args(config.vllm))
     curve = out / "rewards.jsonl"
 
     class RewardLog(TrainerCallback):

@@ -116,7 +116,7 @@ def run(ctx: Context) -> Experiment:
     exp.speed = speed(ctx, base_played, MAX_LIVE, sum(float(r.get("sequence_tokens") or 0) for r in rollouts),
                       max(train_s - rollout_s, 0.0))
     exp.speed["grpo_loss_tokens"] = sum(int(r.get("trained_tokens") or 0) for r in rollouts)
-    exp.notes.append(f"started from {f'{start_alias} ({adapter})' if adapter else 'the base model (no DoND self-play or warm-start adapter registered in this suite run)'}"
+    exp.notes.append(f"started from {f'{start_alias} ({adapter})' if adapter else 'the base model (no DoND warm start registered in this suite run)'}"
                      f"; the baseline is that starting policy{' and the base model' if adapter else ''}, "
                      "measured in this run on the same held-out scenarios")
     exp.notes.append(f"{len(curve)} GRPO steps of {size['generations']} games; reward per step "
