@@ -43,10 +43,12 @@ from sparring.games.negotiation.protocol import (
     ActionError,
     ParsedAction,
     check_range,
+    example_proposal,
     format_action,
     format_proposal,
     has_tag,
     parse_action,
+    spoken_proposal,
 )
 from sparring.games.negotiation.state import PLAYERS, DondState, Turn, merge_roles
 from sparring.prompts.memo import RenderMemo
@@ -139,7 +141,7 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
     def _forms(self, counts: Triple) -> tuple[str, str, str]:
         """How a message / a proposal is written in the configured format, and an example."""
         fmt = self.config.action_format
-        example = format_action(ParsedAction("proposal", counts=_example_counts(counts)), fmt)
+        example = format_action(ParsedAction("proposal", counts=example_proposal(counts)), fmt)
         if fmt == "json":
             return ('{"type": "message", "text": "..."}',
                     '{"type": "propose", "books": x, "hats": y, "balls": z}', example)
@@ -164,7 +166,7 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
         var: dict[str, Any] = dict(items=items, counts=list(counts), values=list(vals), objective=cfg.objective,
                                    lam=cfg.weight, action_format=cfg.action_format, message_form=message_form,
                                    proposal_form=proposal_form, example=example,
-                                   example_text=format_proposal(_example_counts(counts)), max_turns=cfg.max_turns,
+                                   example_text=format_proposal(example_proposal(counts)), max_turns=cfg.max_turns,
                                    first=player == state.first, reveal=cfg.reveal_proposals,
                                    remind_pool=cfg.remind_pool, pool_counts=format_proposal(counts))
         var["pool_text"] = ps.render("pool", v, **var)
@@ -311,7 +313,7 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
                 rest = (pool[0] - counts[0], pool[1] - counts[1], pool[2] - counts[2])
                 notice = self._render(state, other, "proposal_notice", revealed=self.config.reveal_proposals,
                                       theirs=format_proposal(counts), rest=format_proposal(rest),
-                                      theirs_text=_spoken(counts))
+                                      theirs_text=spoken_proposal(counts))
                 views[other] = new(Message, role="user", content=notice)
                 self._event(state, player, "proposal_notice", notice, [other])
             else:
@@ -385,18 +387,6 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
         return {"first_mover": state.first, "flip": state.flip, "variant": state.variant,
                 "values": {p: list(state.values[p]) for p in PLAYERS}, "objective": self.config.objective,
                 "lam": self.config.weight, "action_format": self.config.action_format}
-
-
-def _spoken(counts: Triple) -> str:
-    """`1 book, 2 hats and 0 balls`: a proposal in words, so a model that copies the last
-    parenthesised counts it saw copies the complement it is offered, not this."""
-    parts = [f"{n} {item if n == 1 else plural}" for n, item, plural in zip(counts, ITEMS, PLURALS, strict=True)]
-    return f"{parts[0]}, {parts[1]} and {parts[2]}"
-
-
-def _example_counts(counts: Triple) -> Triple:
-    """A legal example proposal for this pool (matches the example exchange: a book and the hats)."""
-    return (min(1, counts[0]), counts[1], 0)
 
 
 def _is_deal(state: DondState) -> bool:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from sparring.errors import BackendError
 from sparring.games.negotiation.instance import ITEMS, PLURALS, Triple
+from sparring.games.negotiation.objectives import points
 from sparring.games.negotiation.protocol import format_proposal
 from sparring.types import GenerateRequest
 
@@ -38,10 +39,6 @@ def _triple(value: object, name: str) -> Triple:
     return (value[0], value[1], value[2])
 
 
-def worth(counts: Triple, values: Triple) -> int:
-    return sum(c * v for c, v in zip(counts, values, strict=True))
-
-
 def reply(values: Triple, pool: Triple, offer: Triple | None) -> str:
     """The partner's turn as the game's text format (see the module docstring for the rule)."""
     if offer is None:
@@ -49,7 +46,7 @@ def reply(values: Triple, pool: Triple, offer: Triple | None) -> str:
         item = ITEMS[top] if pool[top] == 1 else PLURALS[top]
         return f"[message] I care most about the {item}; you can have the rest."
     rest = (pool[0] - offer[0], pool[1] - offer[1], pool[2] - offer[2])
-    if min(rest) >= 0 and worth(rest, values) >= ACCEPT_SHARE * worth(pool, values):
+    if min(rest) >= 0 and points(values, rest) >= ACCEPT_SHARE * points(values, pool):
         return f"[propose] {format_proposal(rest)}"
     wanted = (pool[0] * (values[0] > 0), pool[1] * (values[1] > 0), pool[2] * (values[2] > 0))
     return f"[propose] {format_proposal(wanted)}"

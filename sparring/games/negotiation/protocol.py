@@ -262,3 +262,15 @@ def format_action(action: ParsedAction, fmt: ActionFormat = "text") -> str:
     if action.kind == "message":
         return f"[message] {action.text}"
     return f"[propose] {format_proposal(action.counts or (0, 0, 0))}"
+
+
+def spoken_proposal(counts: Triple) -> str:
+    """`1 book, 2 hats and 0 balls`: a proposal in words, so a model that copies the last
+    parenthesised counts it saw copies the complement it is offered, not this."""
+    parts = [f"{n} {item if n == 1 else plural}" for n, item, plural in zip(counts, ITEMS, PLURALS, strict=True)]
+    return f"{parts[0]}, {parts[1]} and {parts[2]}"
+
+
+def example_proposal(counts: Triple) -> Triple:
+    """A legal example proposal for this pool (matches the example exchange: a book and the hats)."""
+    return (min(1, counts[0]), counts[1], 0)
