@@ -32,11 +32,16 @@ def print_error(err: BaseException) -> None:
 
 def run_guarded(call: Callable[[], object]) -> None:
     """Run a command line app: a user error (`SparringError`, a config's `ValidationError`) raised
-    outside a command's own handling is one red message and exit 2; Ctrl-C is exit 130, no traceback."""
+    outside a command's own handling is one red message and exit 2; Ctrl-C is exit 130, no traceback.
+    Under `accelerate launch` the process group is destroyed on the way out, whatever the outcome."""
     from sparring.errors import SparringError
+    from sparring.train import distributed
 
     try:
-        call()
+        try:
+            call()
+        finally:
+            distributed.finish()
     except (SparringError, ValidationError) as err:
         if debug_enabled():
             raise

@@ -11,6 +11,10 @@ Failures: an exception on the main process inside `on_main` reaches every other 
 inside training ends that process; torchrun (the launcher behind `accelerate launch`) then stops
 the others and names the failed rank.
 
+Exit: `finish` tears the process group down before the interpreter does (`run_guarded` calls it
+for every command). Left to interpreter shutdown, gloo's worker threads can be destroyed while
+still joinable ("terminate called without an active exception"): SIGABRT on a run that finished.
+
 Without a launcher (`WORLD_SIZE` unset or 1) everything is the plain single-process behaviour
 and no process group is created.
 """
@@ -124,6 +128,17 @@ def preceding(items: list[T]) -> list[T]:
     _state()
     everyone = gather_object([items])
     return [x for part in everyone[: process_index()] for x in part]
+
+
+def finish() -> None:
+    """Destroy this process's process group, if one was created (idempotent; a no-op without a
+    launcher). Local to the process: it waits on no other rank, so it is safe after a failure."""
+    if not launched():
+        return
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def shared_dataset(dataset: Any, directory: str | Path) -> Any:

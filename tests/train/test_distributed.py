@@ -102,6 +102,7 @@ def test_helpers_without_a_launcher_run_in_this_process(monkeypatch):
     assert distributed.preceding(["a"]) == [] and distributed.from_main({"k": 1}) == {"k": 1}
     with pytest.raises(ValueError, match="boom"):
         distributed.on_main(lambda: (_ for _ in ()).throw(ValueError("boom")), "x")
+    distributed.finish()  # nothing to tear down
 
 
 def test_grpo_groups_split_over_two_processes_play_the_episodes_of_one_process():
@@ -175,6 +176,33 @@ def test_a_failure_inside_training_on_another_process_stops_the_main_one(tmp_pat
     out = result.stdout + result.stderr
     assert "RuntimeError: CUDA out of memory on rank 1" in out
     assert "rank      : 1" in out  # torchrun's summary names the failed process
+
+
+EXIT = '''
+import os
+import torch.distributed as dist
+from sparring.cli.common import run_guarded
+from sparring.train import distributed
+
+run_guarded(distributed.barrier)  # creates the process group, as a training command does
+left = dist.is_initialized()  # one write per line: the two processes share the output pipe
+os.write(1, f"rank {distributed.process_index()} group left after the command: {left}\\n".encode())
+'''
+
+
+@pytest.mark.slow
+def test_a_command_destroys_its_process_group_before_the_interpreter_exits(tmp_path):
+    """Left to interpreter shutdown, gloo's threads can be destroyed while joinable: 'terminate
+    called without an active exception' and SIGABRT on rank 0 of a DPO loop that had finished
+    (seen once in CI). Every command run through `run_guarded` destroys the group itself."""
+    script = tmp_path / "exit.py"
+    script.write_text(EXIT)
+    result = launch(tmp_path, [str(script)], watch=tmp_path, timeout=300)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-3000:]
+    for rank in (0, 1):
+        assert f"rank {rank} group left after the command: False" in out
+    assert "terminate called" not in out
 
 
 @pytest.fixture
