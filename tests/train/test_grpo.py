@@ -284,3 +284,50 @@ def test_grpo_steps_on_a_tiny_model_with_the_quickstart_game_settings(tmp_path, 
     assert "zero-advantage groups" in err and "env_mask=1 text == sampled replies: True" in err
     assert (tmp_path / "out" / "adapter" / "adapter_config.json").is_file()
     assert "zero-advantage" in report.read_text()
+
+
+def test_per_step_logs_keep_one_entry_per_step_and_a_resume_trims_the_lost_steps(tmp_path):
+    """A run stopped after logging step 3 but with its last checkpoint at step 2 logs step 3
+    again when resumed: the logs keep one entry per step (the last), and the resume drops the
+    entries of steps whose weights were lost."""
+    from sparring.train.grpo.trainer import read_log, trim_logs
+
+    rewards, rollouts = tmp_path / "rewards.jsonl", tmp_path / "rollouts.jsonl"
+    rewards.write_text("".join(json.dumps({"step": s, "reward": r}) + "\n" for s, r in [(1, 0.1), (2, 0.2), (3, 0.3)]))
+    rollouts.write_text("".join(json.dumps({"rollout": s}) + "\n" for s in (1, 2, 3)))
+    trim_logs(tmp_path, 2)
+    assert [p["step"] for p in read_log(rewards)] == [1, 2] and [r["rollout"] for r in read_log(rollouts)] == [1, 2]
+    with open(rewards, "a") as f:  # the resumed run logs step 3 again; a log of an older version held both
+        f.write(json.dumps({"step": 3, "reward": 0.9}) + "\n" + json.dumps({"step": 3, "reward": 0.5}) + "\n")
+    assert [(p["step"], p["reward"]) for p in read_log(rewards)] == [(1, 0.1), (2, 0.2), (3, 0.5)]
+    assert read_log(tmp_path / "nothing" / "rewards.jsonl") == []
+
+
+@pytest.mark.slow
+def test_a_resumed_grpo_run_logs_each_step_once(tmp_path):
+    """Stopped between step 2's log line and its checkpoint, then rerun: it resumes from step 1's
+    checkpoint and the curve and report hold steps 1 and 2 once each."""
+    import shutil
+
+    from sparring.models.tiny import save_tiny_model
+    from sparring.train.grpo.config import GRPOConfig
+    from sparring.train.grpo.trainer import run_grpo
+
+    path = save_tiny_model(tmp_path / "tiny")
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump({"models": {"partner": {"backend": "scripted", "args": {
+        "mode": "cycle", "texts": ["[message] hi", "[propose] (1 books, 0 hats, 0 balls)"]}}}}))
+    experiment = dond(max_new_tokens=5)
+    experiment["models_file"] = str(tmp_path / "m.yaml")
+    out = tmp_path / "out"
+    cfg = GRPOConfig(name="t", model=str(path), output_dir=str(out), num_generations=2, max_steps=2,
+                     sequences_per_episode=3, format_penalty=0.1, experiment=experiment, save_steps=1,
+                     save_total_limit=2)
+    run_grpo(cfg)
+    shutil.rmtree(out / "trainer" / "checkpoint-2")
+    shutil.rmtree(out / "adapter")
+    report = run_grpo(cfg)
+    lines = [json.loads(line) for line in (out / "rewards.jsonl").read_text().splitlines()]
+    assert [p["step"] for p in lines] == [1, 2]
+    assert [json.loads(line)["rollout"] for line in (out / "rollouts.jsonl").read_text().splitlines()] == [1, 2]
+    assert (out / "trainer" / "checkpoint-2").is_dir() and (out / "adapter" / "adapter_config.json").is_file()
+    assert report.read_text().count("\n| 2 |") == 1

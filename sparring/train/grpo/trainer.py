@@ -176,6 +176,8 @@ def _train(config: GRPOConfig, file: str, arena: Any, out: Path) -> Path:
     resume = last_checkpoint(out / "trainer")
     if resume:
         rollout.calls = int(Path(resume).name.rsplit("-", 1)[-1])  # new seeds, not step 1's again
+        if distributed.is_main():
+            trim_logs(out, rollout.calls)
     trainer.train(resume_from_checkpoint=resume)
     distributed.save_trained(trainer, tokenizer, out / "adapter")
     report = distributed.on_main(lambda: grpo_report(out, config), "the GRPO report")
@@ -202,9 +204,37 @@ def step_line(stats: dict[str, Any]) -> str:
     return line
 
 
+# The per-step logs and the key that numbers their entries.
+STEP_LOGS = {"rewards.jsonl": "step", "rollouts.jsonl": "rollout"}
+
+
+def read_log(path: Path) -> list[dict[str, Any]]:
+    """A per-step log (`rewards.jsonl` or `rollouts.jsonl`), one entry per step in step order. A
+    step logged twice (a run stopped after its log line but before its checkpoint, then resumed)
+    keeps its last entry: the one whose weights the run went on from."""
+    if not path.is_file():
+        return []
+    key = STEP_LOGS[path.name]
+    entries = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            entry = json.loads(line)
+            entries[entry[key]] = entry
+    return [entries[k] for k in sorted(entries)]
+
+
+def trim_logs(out: Path, step: int) -> None:
+    """Resuming from the checkpoint of `step`: drop the entries of later steps. Their weights were
+    lost with the stopped run; the resumed run plays and logs those steps again."""
+    for name, key in STEP_LOGS.items():
+        path = out / name
+        if path.is_file():
+            kept = [e for e in read_log(path) if e[key] <= step]
+            path.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in kept), encoding="utf-8")
+
+
 def grpo_report(out: Path, config: GRPOConfig) -> Path:
-    points = [json.loads(line) for line in (out / "rewards.jsonl").read_text().splitlines() if line.strip()] \
-        if (out / "rewards.jsonl").is_file() else []
+    points = read_log(out / "rewards.jsonl")
     lines = [f"# Online GRPO: {config.name}", "",
              f"{config.max_steps} steps, {config.prompts_per_step} prompt(s) x {config.num_generations} episodes "
              f"per step; game `{config.experiment.get('game')}`; adapter in `{out / 'adapter'}`.", "",

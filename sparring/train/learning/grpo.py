@@ -16,7 +16,6 @@ policy (and the base model); the gain is the paired per-scenario reward differen
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -96,8 +95,10 @@ def run(ctx: Context) -> Experiment:
     t = time.perf_counter()
     _train(config, out)
     train_s = time.perf_counter() - t
-    curve = _jsonl(out / "rewards.jsonl")
-    rollouts = _jsonl(out / "rollouts.jsonl")
+    from sparring.train.grpo.trainer import read_log
+
+    curve = read_log(out / "rewards.jsonl")
+    rollouts = read_log(out / "rollouts.jsonl")
     alias = ctx.register("grpo", out / "adapter")
     m, per, played = evaluate(ctx, alias, "grpo-after", size)
     zero = [p for p in curve if not p.get("reward_std")]
@@ -145,10 +146,6 @@ def _train(config: Any, out: Any) -> None:
         for name in ("rewards.jsonl", "rollouts.jsonl"):
             (out / name).unlink(missing_ok=True)
     run_grpo(config, "<learning suite>", restart=stored is not None and not same)
-
-
-def _jsonl(path: Any) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.is_file() else []
 
 
 def _train_ids(ctx: Context, size: dict[str, Any]) -> list[str]:
