@@ -244,6 +244,20 @@ def test_rollouts_of_a_single_player_game_score_the_learner_alone(tiny):
         assert seqs and [t for s in seqs for t in s.trained_ids()] == own_sampled(rec, player, rejected_too=True)
 
 
+def tiny_grpo(tmp_path, **settings):
+    """Two GRPO steps of 2 DoND games on a tiny model against a scripted partner, into tmp_path/out."""
+    from sparring.models.tiny import save_tiny_model
+    from sparring.train.grpo.config import GRPOConfig
+
+    path = save_tiny_model(tmp_path / "tiny")
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump({"models": {"partner": {"backend": "scripted", "args": {
+        "mode": "cycle", "texts": ["[message] hi", "[propose] (1 books, 0 hats, 0 balls)"]}}}}))
+    experiment = dond(max_new_tokens=5)
+    experiment["models_file"] = str(tmp_path / "m.yaml")
+    return GRPOConfig(name="t", model=str(path), output_dir=str(tmp_path / "out"), num_generations=2, max_steps=2,
+                      sequences_per_episode=3, format_penalty=0.1, experiment=experiment, **settings)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("checkpointing", [True, False])
 def test_grpo_steps_on_a_tiny_model_with_the_quickstart_game_settings(tmp_path, capfd, monkeypatch, checkpointing):
@@ -252,19 +266,10 @@ def test_grpo_steps_on_a_tiny_model_with_the_quickstart_game_settings(tmp_path, 
     on or off as configured."""
     import trl
 
-    from sparring.models.tiny import save_tiny_model
-    from sparring.train.grpo.config import GRPOConfig
     from sparring.train.grpo.trainer import run_grpo
     from sparring.train.trainers import checkpointing_arg
 
-    path = save_tiny_model(tmp_path / "tiny")
-    (tmp_path / "m.yaml").write_text(yaml.safe_dump({"models": {"partner": {"backend": "scripted", "args": {
-        "mode": "cycle", "texts": ["[message] hi", "[propose] (1 books, 0 hats, 0 balls)"]}}}}))
-    experiment = dond(max_new_tokens=5)
-    experiment["models_file"] = str(tmp_path / "m.yaml")
-    cfg = GRPOConfig(name="t", model=str(path), output_dir=str(tmp_path / "out"), num_generations=2, max_steps=2,
-                     sequences_per_episode=3, format_penalty=0.1, experiment=experiment,
-                     gradient_checkpointing=checkpointing)
+    cfg = tiny_grpo(tmp_path, gradient_checkpointing=checkpointing)
     trainers = []
 
     class Recording(trl.GRPOTrainer):
@@ -309,19 +314,10 @@ def test_a_resumed_grpo_run_logs_each_step_once(tmp_path):
     checkpoint and the curve and report hold steps 1 and 2 once each."""
     import shutil
 
-    from sparring.models.tiny import save_tiny_model
-    from sparring.train.grpo.config import GRPOConfig
     from sparring.train.grpo.trainer import run_grpo
 
-    path = save_tiny_model(tmp_path / "tiny")
-    (tmp_path / "m.yaml").write_text(yaml.safe_dump({"models": {"partner": {"backend": "scripted", "args": {
-        "mode": "cycle", "texts": ["[message] hi", "[propose] (1 books, 0 hats, 0 balls)"]}}}}))
-    experiment = dond(max_new_tokens=5)
-    experiment["models_file"] = str(tmp_path / "m.yaml")
     out = tmp_path / "out"
-    cfg = GRPOConfig(name="t", model=str(path), output_dir=str(out), num_generations=2, max_steps=2,
-                     sequences_per_episode=3, format_penalty=0.1, experiment=experiment, save_steps=1,
-                     save_total_limit=2)
+    cfg = tiny_grpo(tmp_path, save_steps=1, save_total_limit=2)
     run_grpo(cfg)
     shutil.rmtree(out / "trainer" / "checkpoint-2")
     shutil.rmtree(out / "adapter")
