@@ -53,6 +53,19 @@ def test_the_rollout_reference_runs_the_engines_calls_of_the_measured_model_with
     assert played.walls() == {"load_heldout": 1.0, "play_heldout": 2.0}
 
 
+def test_no_ratio_is_computed_from_a_session_that_did_not_play_or_train(tiny_dir):
+    """A resumed suite skips the held-out games an earlier session stored and may have nothing
+    left to train: its play and training times do not cover that work, so no ratio is given."""
+    from sparring.train.learning.speed import rollout_ratio, training_ratio
+
+    records = [record(i, [call("tiny", f"offer {i}", 3, Sampling(max_new_tokens=3))]) for i in range(4)]
+    resumed = Played(records, 0.5, Path("."), 0.4, 0.04, stored=4)
+    out = rollout_ratio(str(tiny_dir), resumed, "tiny", batch_size=4)
+    assert "rollout_ratio" not in out and "4 of the base model's 4 held-out games" in out["rollout_unmeasured"]
+    assert "train_ratio" not in training_ratio(0.0, 0.0, 1000, 1e9)
+    assert training_ratio(100.0, 2.0, 1000, 6e6)["train_ratio"] == pytest.approx(0.05)
+
+
 def test_training_tokens_per_row_kind_and_rows_seen(tiny_dir):
     from sparring.train.learning.speed import row_tokens, run_tokens
 

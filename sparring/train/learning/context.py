@@ -42,6 +42,7 @@ class Played(NamedTuple):
     run_dir: Path
     load_s: float    # loading the models (and resolving the experiment)
     play_s: float    # playing the games, after loading
+    stored: int = 0  # episodes an earlier session had played and stored (a resumed run skips them)
 
     def walls(self, stage: str = "heldout") -> dict[str, float]:
         """`load_<stage>` and `play_<stage>` (everything after loading) seconds, for a Stage."""
@@ -134,5 +135,9 @@ class Context:
             raise SparringError(f"{name}: the run ended {result.status} (see {result.run_dir})")
         run_dir = Path(result.run_dir or "")
         load_s = float(result.summary.get("load_s") or 0.0)
+        stored = int(result.summary.get("skipped") or 0)
+        if stored and self.console is not None:
+            self.console.print(f"{name}: {stored} episode(s) were stored by an earlier session and not played again; "
+                               "this stage's wall time covers the others only")
         return Played(list(iter_records(run_dir)), seconds, run_dir, load_s,
-                      float(result.summary.get("wall_s") or seconds - load_s))
+                      float(result.summary.get("wall_s") or seconds - load_s), stored)

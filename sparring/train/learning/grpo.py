@@ -17,6 +17,7 @@ policy (and the base model); the gain is the paired per-scenario reward differen
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from sparring.train.learning.context import Context, Played
@@ -93,7 +94,7 @@ def run(ctx: Context) -> Experiment:
                         max_steps=size["steps"], learning_rate=LEARNING_RATE, beta=BETA, format_penalty=0.1,
                         sequences_per_episode=size["max_turns"] // 2, output_dir=str(out))
     t = time.perf_counter()
-    _train(config, out)
+    first = _train(config, out)
     train_s = time.perf_counter() - t
     from sparring.train.grpo.trainer import read_log
 
@@ -102,7 +103,8 @@ def run(ctx: Context) -> Experiment:
     alias = ctx.register("grpo", out / "adapter")
     m, per, played = evaluate(ctx, alias, "grpo-after", size)
     zero = [p for p in curve if not p.get("reward_std")]
-    rollout_s = sum(float(r.get("rollout_s") or 0.0) for r in rollouts)
+    now = [r for r in rollouts if r["rollout"] > first]  # the steps this session trained (all, unless resumed)
+    rollout_s = sum(float(r.get("rollout_s") or 0.0) for r in now)
     exp.stages.append(Stage("grpo", len(curve), m, {"train_with_rollouts": train_s, "rollouts": rollout_s,
                                                     **played.walls("heldout")},
                             info={"start": start_name, "reward_per_step": [p["reward"] for p in curve],
@@ -114,9 +116,13 @@ def run(ctx: Context) -> Experiment:
         exp.paired["reward grpo - base"] = paired(base_per, per)
     # training speed: the tokens the optimizer steps ran (every used slot's prompt + completion) ÷
     # the GRPO wall time less the rollouts' play time
-    exp.speed = speed(ctx, base_played, MAX_LIVE, sum(float(r.get("sequence_tokens") or 0) for r in rollouts),
+    exp.speed = speed(ctx, base_played, MAX_LIVE, sum(float(r.get("sequence_tokens") or 0) for r in now),
                       max(train_s - rollout_s, 0.0))
-    exp.speed["grpo_loss_tokens"] = sum(int(r.get("trained_tokens") or 0) for r in rollouts)
+    exp.speed["grpo_loss_tokens"] = sum(int(r.get("trained_tokens") or 0) for r in now)
+    if first:
+        exp.notes.append(f"this session trained steps {first + 1}-{config.max_steps} (resumed from checkpoint-{first}); "
+                         "the GRPO wall times and the training speed cover those steps only" if first < config.max_steps
+                         else "GRPO had finished in an earlier session: nothing was trained now")
     exp.notes.append(f"started from {f'{start_alias} ({adapter})' if adapter else 'the base model (no DoND warm start registered in this suite run)'}"
                      f"; the baseline is that starting policy{' and the base model' if adapter else ''}, "
                      "measured in this run on the same held-out scenarios")
@@ -130,10 +136,12 @@ def run(ctx: Context) -> Experiment:
     return exp
 
 
-def _train(config: Any, out: Any) -> None:
+def _train(config: Any, out: Any) -> int:
     """Run GRPO into `out`; a finished run of the same config is kept (a rerun of the suite
     measures it again without retraining), a run of another config (e.g. another start) is moved
-    to `out/discarded/` and trained again, an unfinished one resumes from its checkpoint."""
+    to `out/discarded/` and trained again, an unfinished one resumes from its checkpoint. Returns
+    the step this call started from (steps after it were trained now: the session's speed)."""
+    from sparring.train.checkpoints import last_checkpoint
     from sparring.train.fingerprint import fingerprint
     from sparring.train.grpo.trainer import run_grpo, state_for
 
@@ -141,11 +149,13 @@ def _train(config: Any, out: Any) -> None:
     stored = state.stored()
     same = stored is not None and stored.get("fingerprint") == fingerprint(state.snapshot)
     if same and (out / "adapter" / "adapter_config.json").is_file():
-        return
+        return int(config.max_steps)
     if stored is None:  # a fresh start: no curve of an older run may precede this one's
         for name in ("rewards.jsonl", "rollouts.jsonl"):
             (out / name).unlink(missing_ok=True)
+    checkpoint = last_checkpoint(out / "trainer") if same else None
     run_grpo(config, "<learning suite>", restart=stored is not None and not same)
+    return int(Path(checkpoint).name.rsplit("-", 1)[-1]) if checkpoint else 0
 
 
 def _train_ids(ctx: Context, size: dict[str, Any]) -> list[str]:

@@ -35,7 +35,10 @@ def matmul_flops(size: int = 1024, repeats: int = 5) -> float:
     return 2 * size**3 / best
 
 
-def training_ratio(tokens: float, seconds: float, params: int, flops: float) -> dict[str, float]:
+def training_ratio(tokens: float, seconds: float, params: int, flops: float) -> dict[str, Any]:
+    """Training tokens/s ÷ the machine's ceiling; not measured when nothing was trained now."""
+    if tokens <= 0 or seconds <= 0:
+        return {"train_unmeasured": "no training ran in this session (it had finished in an earlier one)"}
     ceiling = flops / (6 * params)
     rate = tokens / seconds if seconds > 0 else 0.0
     return {"train_tokens_per_s": rate, "train_ceiling_tokens_per_s": ceiling,
@@ -153,7 +156,12 @@ def _usage(usage: Any, key: str) -> float:
 
 def rollout_ratio(model_name: str, played: Any, model: str, batch_size: int, sample: int = 16) -> dict[str, Any]:
     """Engine ÷ raw generate on `played` (a `Played` held-out stage of the base model `model_name`,
-    named `model` in the run): `sample` of its calls, evenly spread over the run, at `batch_size`."""
+    named `model` in the run): `sample` of its calls, evenly spread over the run, at `batch_size`.
+    Not measured when an earlier session played some of those games (this one's time leaves them out)."""
+    if played.stored:
+        return {"rollout_unmeasured": f"{played.stored} of the base model's {len(played.records)} held-out games "
+                                      "were played by an earlier session (a resumed run): this session's play "
+                                      "time does not cover them"}
     eng = engine_rate(played.records, played.play_s, model)
     calls = eng.pop("calls")
     if not calls or not eng["engine_tokens_per_s"]:
