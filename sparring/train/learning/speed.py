@@ -38,9 +38,9 @@ def matmul_flops(size: int = 1024, repeats: int = 5) -> float:
 def training_ratio(tokens: float, seconds: float, params: int, flops: float) -> dict[str, Any]:
     """Training tokens/s ÷ the machine's ceiling; not measured when nothing was trained now."""
     if tokens <= 0 or seconds <= 0:
-        return {"train_unmeasured": "no training ran in this session (it had finished in an earlier one)"}
+        return {"train_unmeasured": "nothing was trained in this session (e.g. a resumed run that had finished)"}
     ceiling = flops / (6 * params)
-    rate = tokens / seconds if seconds > 0 else 0.0
+    rate = tokens / seconds
     return {"train_tokens_per_s": rate, "train_ceiling_tokens_per_s": ceiling,
             "train_ratio": rate / ceiling if ceiling else 0.0}
 
