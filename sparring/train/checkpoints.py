@@ -54,3 +54,8 @@ def last_checkpoint(trainer_dir: str | Path) -> str | None:
     """The newest `checkpoint-N` directory under `trainer_dir` (None: start from scratch)."""
     path = Path(trainer_dir)
     return get_last_checkpoint(str(path)) if path.is_dir() else None
+
+
+def checkpoint_step(checkpoint: str | Path | None) -> int:
+    """The step a `checkpoint-N` directory was saved at (0: no checkpoint, a fresh start)."""
+    return int(Path(checkpoint).name.rsplit("-", 1)[-1]) if checkpoint else 0

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sparring.errors import SparringError
-from sparring.train.checkpoints import TimeLimit, checkpoint_args, last_checkpoint
+from sparring.train.checkpoints import TimeLimit, checkpoint_args, checkpoint_step, last_checkpoint
 from sparring.train.config import TrainSettings
 from sparring.train.distributed import save_trained, shared_dataset
 from sparring.train.policy import load_policy, lora_config, use_cuda, with_new_adapter
@@ -120,7 +120,7 @@ def _finish(trainer: Any, model: Any, tokenizer: Any, out: Path, rows: int, drop
     trainer.add_callback(limit)
     resume = last_checkpoint(out / "trainer")
     result = trainer.train(resume_from_checkpoint=resume)
-    ran = result.global_step - (int(Path(resume).name.rsplit("-", 1)[-1]) if resume else 0)
+    ran = result.global_step - checkpoint_step(resume)
     loss = result.training_loss if ran > 0 else None  # a rerun of a finished run trains nothing
     adapter = save_trained(trainer, tokenizer, out)  # complete under ZeRO-3, written by one process
     metrics = {**last_logged(trainer.state.log_history), **(extra_metrics or {})}

@@ -118,7 +118,13 @@ def _train(config: GRPOConfig, file: str, arena: Any, out: Path) -> Path:
     from trl import GRPOConfig as TRLConfig
     from trl import GRPOTrainer
 
-    from sparring.train.checkpoints import TimeLimit, TrainingStopped, checkpoint_args, last_checkpoint
+    from sparring.train.checkpoints import (
+        TimeLimit,
+        TrainingStopped,
+        checkpoint_args,
+        checkpoint_step,
+        last_checkpoint,
+    )
     from sparring.train.config import TrainSettings
     from sparring.train.policy import load_policy, lora_config, use_cuda
     from sparring.train.trainers import checkpointing_arg
@@ -175,7 +181,7 @@ def _train(config: GRPOConfig, file: str, arena: Any, out: Path) -> Path:
                           callbacks=[RewardLog(), limit := TimeLimit(config.max_minutes)])
     resume = last_checkpoint(out / "trainer")
     if resume:
-        rollout.calls = int(Path(resume).name.rsplit("-", 1)[-1])  # new seeds, not step 1's again
+        rollout.calls = checkpoint_step(resume)  # new seeds, not step 1's again
         if distributed.is_main():
             trim_logs(out, rollout.calls)
     trainer.train(resume_from_checkpoint=resume)

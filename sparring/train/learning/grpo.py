@@ -17,7 +17,6 @@ policy (and the base model); the gain is the paired per-scenario reward differen
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from sparring.train.learning.context import Context, Played
@@ -141,7 +140,7 @@ def _train(config: Any, out: Any) -> int:
     measures it again without retraining), a run of another config (e.g. another start) is moved
     to `out/discarded/` and trained again, an unfinished one resumes from its checkpoint. Returns
     the step this call started from (steps after it were trained now: the session's speed)."""
-    from sparring.train.checkpoints import last_checkpoint
+    from sparring.train.checkpoints import checkpoint_step, last_checkpoint
     from sparring.train.fingerprint import fingerprint
     from sparring.train.grpo.trainer import run_grpo, state_for
 
@@ -155,7 +154,7 @@ def _train(config: Any, out: Any) -> int:
             (out / name).unlink(missing_ok=True)
     checkpoint = last_checkpoint(out / "trainer") if same else None
     run_grpo(config, "<learning suite>", restart=stored is not None and not same)
-    return int(Path(checkpoint).name.rsplit("-", 1)[-1]) if checkpoint else 0
+    return checkpoint_step(checkpoint)
 
 
 def _train_ids(ctx: Context, size: dict[str, Any]) -> list[str]:
