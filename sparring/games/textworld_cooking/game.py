@@ -68,6 +68,11 @@ class CookingConfig(Strict):
     history: int | None = Field(None, ge=0, description="past steps kept in the observation (None = all)")
     keep_recipe: bool = Field(True, description="once the cookbook is read, every observation shows the recipe, "
                                                 "so no command depends on a step the history window dropped")
+    history_view: Literal["short", "full"] = Field(
+        "short", description="how earlier observations appear in the history: short (the simulator's answer "
+        "only; the room, inventory and valid commands only in the latest) or full (each as the player saw "
+        "it: the history only grows, so an episode's last conversation holds exactly what the player saw "
+        "at every turn, and a prefix cache reuses every earlier turn)")
 
 
 def skip_stale_gold(state: CookingState) -> None:
@@ -198,9 +203,10 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
             return [state.system, state.first]
         keep = self.config.history
         shown = steps if keep is None else steps[max(0, len(steps) - 1 - keep):]
-        msgs = [state.system, state.first_short]
+        full = self.config.history_view == "full"
+        msgs = [state.system, state.first if full else state.first_short]
         for s in shown[:-1]:
-            msgs += [s.command, s.short]
+            msgs += [s.command, s.full if full else s.short]
         msgs += [shown[-1].command, shown[-1].full]
         return msgs
 

@@ -4,14 +4,14 @@ Training instances are the simulator's `train` fold, held-out ones its `dev` fol
 recipes and layouts; ids checked disjoint). The gold policy plays the training games; each gold
 episode becomes ONE multi-turn SFT row — the prompt of its last turn plus the last command — in
 which every gold command is an assistant turn, so one forward/backward pass trains all of them.
-How that row relates to what the player saw: with `history: null` every earlier turn is in the
-prompt, and turn k sees exactly the row's first messages except that the observation right before
-it is shown in full at play time (room, inventory, valid commands) and in its short form (the
-simulator's answer only) in the row. The cookbook's text stays in the history once read (and
-`keep_recipe` repeats it in every full observation), so every gold command is predictable from
-the prompt. The base model and each trained adapter (2 training seeds) play the held-out games
-greedily: success rate (Wilson), normalised score and invalid-command rate (bootstrap), and the
-paired per-game score difference against the base model.
+The games are played with `history_view: full` and the whole history: every observation stays in
+the conversation exactly as the player saw it (the history only grows), so turn k of the row sees
+exactly what the player saw at turn k, and the cookbook's text stays in view once read: every gold
+command is predictable from its prompt. Observations do not list the valid commands
+(`show_valid_actions: false`): with the list each observation is ~3x longer and a 24-command
+history would not fit the model's 8k context. The base model and each trained adapter (2 training
+seeds) play the held-out games greedily: success rate (Wilson), normalised score and
+invalid-command rate (bootstrap), and the paired per-game score difference against the base model.
 """
 
 from __future__ import annotations
@@ -30,14 +30,14 @@ SIZES: dict[str, dict[str, Any]] = {
     # rows; the tiny model plays the held-out games for 4 steps only
     "quick": {"train": 2, "heldout": 3, "max_steps": 4, "gold_max_steps": 30, "steps": 1, "chunks": 1, "seeds": [0, 1],
               "params": {**WORLD, "numLocations": 1}, "max_length": 4096},
-    # full: gold paths here take 10-22 commands, so 24 steps; one training chunk of 16 rows of ~1,400
-    # tokens per seed (~23k tokens: LoRA SFT trains ~28-40 tokens per CPU-second here) and three
-    # evaluations of the 40 held-out games, all 40 live at once (one batch per turn)
-    "full": {"train": 24, "heldout": 40, "max_steps": 24, "steps": 16, "chunks": 1, "seeds": [0, 1],
-             "params": WORLD, "max_length": 3072, "max_live": 40},
+    # full: gold paths here take 10-22 commands, so 24 steps; one training chunk per seed: one epoch
+    # of the 24 rows (~3,300 tokens each, ~80k tokens: LoRA SFT trains ~125 tokens/s at two threads
+    # here) and three evaluations of the 40 held-out games, all 40 live at once (one batch per turn)
+    "full": {"train": 24, "heldout": 40, "max_steps": 24, "steps": 24, "chunks": 1, "seeds": [0, 1],
+             "params": WORLD, "max_length": 5120, "max_live": 40},
 }
 MAX_LIVE = 8
-GAME_ARGS = {"show_valid_actions": True, "history": None, "keep_recipe": True}
+GAME_ARGS = {"show_valid_actions": False, "history": None, "history_view": "full", "keep_recipe": False}
 
 
 def _config(model: str, split: str, n: int, size: dict[str, Any], sampling: dict[str, Any]) -> dict[str, Any]:
@@ -51,8 +51,9 @@ def _config(model: str, split: str, n: int, size: dict[str, Any], sampling: dict
 def episode_rows(records: list[Any], agent: str = "cook") -> list[dict[str, Any]]:
     """One multi-turn SFT row per episode: its last conversation, which holds every command, as a
     `messages` row so that every command in it is a trained assistant turn (the per-call export
-    is prompt/completion, earlier turns context; see the README on how the row differs from what
-    the player saw at each turn)."""
+    is prompt/completion, earlier turns context). With `history_view: full` and the whole history,
+    every call's prompt is a prefix of that conversation, so each turn is trained on exactly what
+    the player saw."""
     from sparring.train.export import ExportFilters, sft_rows
 
     last: dict[str, dict[str, Any]] = {}
