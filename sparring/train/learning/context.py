@@ -77,8 +77,11 @@ class Context:
         specs = load_model_specs()
         spec = specs[resolve_name(self.model, specs)]
         args = dict(spec.args)
-        if spec.backend == "hf":  # 40 live games of ~2k-token histories keep their states (24 GB RAM here)
-            args.setdefault("prefix_cache_mb", 4096)
+        if spec.backend == "hf":
+            # TextWorld's 40 live games keep histories of up to ~5k tokens: ~9.6 GB of fp32 states for
+            # the bundled model (46 KB a token). A cache smaller than the live set thrashes: LRU evicts
+            # each game's prefix before its next turn, and every turn re-reads whole histories
+            args.setdefault("prefix_cache_mb", 11264)
         return {"backend": spec.backend, "args": args, "sampling": dict(spec.sampling)}
 
     def write_models(self) -> None:

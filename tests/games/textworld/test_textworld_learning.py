@@ -70,6 +70,37 @@ def test_one_multi_turn_row_per_gold_episode_holds_every_gold_command():
         assert any(m["role"] == "user" and "Directions:" in m["content"] for m in row["messages"])
 
 
+def _prompts_in_row(records):
+    """Per call: is the prompt the player saw a prefix of its episode's multi-turn SFT row?"""
+    from sparring.train.learning.textworld import episode_rows
+
+    rows = {r["meta"]["episode_id"]: r["messages"] for r in episode_rows(records, agent="gold")}
+    return [[(m.role, m.content) for m in c.messages]
+            == [(m["role"], m["content"]) for m in rows[rec.id][: len(c.messages)]]
+            for rec in records for c in rec.calls]
+
+
+def test_with_the_full_history_view_every_turn_of_the_row_is_what_the_player_saw():
+    from sparring.train.learning.textworld import GAME_ARGS
+
+    config = {**CONFIG, "game_args": {**GAME_ARGS, "max_steps": 30}}
+    records = _play(config)
+    assert GAME_ARGS["history_view"] == "full" and GAME_ARGS["history"] is None
+    same = _prompts_in_row(records)
+    assert len(same) > 10 and all(same)
+    for rec in records:  # the room and inventory of every earlier turn stay in the history
+        assert sum("Inventory:" in m.content for m in rec.calls[-1].messages) == len(rec.calls)
+        read = rec.state["gold_path"].index("read cookbook")
+        assert "Directions:" in rec.calls[read + 1].messages[-1].content  # the recipe, once read, stays
+
+
+def test_the_short_history_view_rewrites_earlier_observations():
+    records = _play({**CONFIG, "game_args": {"max_steps": 30, "history": None}})
+    same = _prompts_in_row(records)
+    assert len(same) > 10
+    assert sum(same) == len(records)  # only each episode's last turn, whose prompt the row is
+
+
 def test_the_quickstart_is_winnable_by_the_gold_policy():
     path = Path(__file__).parents[3] / "sparring" / "configs" / "experiments" / "textworld-quickstart.yaml"
     config = yaml.safe_load(path.read_text())
