@@ -8,7 +8,7 @@ The games are played with `history_view: full` and the whole history: every obse
 the conversation exactly as the player saw it (the history only grows), so turn k of the row sees
 exactly what the player saw at turn k, and the cookbook's text stays in view once read: every gold
 command is predictable from its prompt. Observations do not list the valid commands
-(`show_valid_actions: false`): with the list each observation is ~3x longer and a 24-command
+(`show_valid_actions: false`): with the list each observation is about twice as long and a 24-command
 history would not fit the model's 8k context. The base model and each trained adapter (2 training
 seeds) play the held-out games greedily: success rate (Wilson), normalised score and
 invalid-command rate (bootstrap), and the paired per-game score difference against the base model.
@@ -31,7 +31,7 @@ SIZES: dict[str, dict[str, Any]] = {
     "quick": {"train": 2, "heldout": 3, "max_steps": 4, "gold_max_steps": 30, "steps": 1, "chunks": 1, "seeds": [0, 1],
               "params": {**WORLD, "numLocations": 1}, "max_length": 4096},
     # full: gold paths here take 10-22 commands, so 24 steps; one training chunk per seed: one epoch
-    # of the 24 rows (~3,300 tokens each, ~80k tokens: LoRA SFT trains ~125 tokens/s at two threads
+    # of the 24 rows (~3,200 tokens each, ~76k tokens: LoRA SFT trained ~91 tokens/s at two threads
     # here) and three evaluations of the 40 held-out games, all 40 live at once (one batch per turn)
     "full": {"train": 24, "heldout": 40, "max_steps": 24, "steps": 24, "chunks": 1, "seeds": [0, 1],
              "params": WORLD, "max_length": 5120, "max_live": 40},
