@@ -22,7 +22,8 @@ ENVIRONMENT = "environment"  # the `player` of the simulator's own events
 @dataclass
 class Step:
     """One command and the simulator's answer, as the player sees them: the command (assistant),
-    the answer in short (kept in the history) and in full (shown only while it is the latest)."""
+    the answer in short and in full. The latest answer is shown in full; earlier ones in short
+    (`history_view: short`) or in full (`history_view: full`)."""
 
     command: Message
     short: Message
