@@ -2,8 +2,8 @@
 
 The game owns the simulator (`env.EnvPool`): each live episode leases one environment at `reset`
 and gives it back when it ends. Each turn the player sees the simulator's answer to its last
-command, the room, its inventory and (`show_valid_actions`) the valid commands, and replies with
-one command. A command that is not valid here costs a step, changes nothing and is counted
+command, the room and its inventory (`show_state`) and the valid commands (`show_valid_actions`),
+and replies with one command. A command that is not valid here costs a step, changes nothing and is counted
 (`invalid_rate`); the episode ends on success, on failure (e.g. the meal was spoiled), or after
 `max_steps` commands. Reward = the simulator's normalised score in [0, 1].
 
@@ -65,6 +65,9 @@ class CookingConfig(Strict):
 
     max_steps: int = Field(30, ge=1, description="commands before the episode ends unfinished")
     show_valid_actions: bool = Field(True, description="list the valid commands in every observation")
+    show_state: bool = Field(True, description="show the room and the inventory in every observation; false: "
+                             "only the simulator's answer, as in TextWorld itself (moving and `look around` "
+                             "answer with the room, `inventory` with the inventory), so observations stay short")
     history: int | None = Field(None, ge=0, description="past steps kept in the observation (None = all)")
     keep_recipe: bool = Field(True, description="once the cookbook is read, every observation shows the recipe, "
                                                 "so no command depends on a step the history window dropped")
@@ -172,10 +175,10 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
     def _observation(self, prompts: Any, common: dict[str, Any], info: dict[str, Any], feedback: str,
                      step: int) -> tuple[Message, Message]:
         """(full, short) renderings of what the player sees after `feedback`."""
-        look = str(info.get("look") or "")
+        look = str(info.get("look") or "") if self.config.show_state else ""
         var = dict(common, feedback=feedback, look="" if look.strip() == feedback.strip() else look,
                    recipe=common.get("recipe") if common.get("recipe") not in (None, feedback) else "",
-                   inventory=str(info.get("inventory") or ""), step=step,
+                   inventory=str(info.get("inventory") or "") if self.config.show_state else "", step=step,
                    steps_left=self.config.max_steps - step + 1,
                    valid=sorted(info.get("validActions") or []) if self.config.show_valid_actions else [])
         full = new(Message, role="user", content=prompts.render("observation", 0, full=True, **var).strip())

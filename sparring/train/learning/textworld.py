@@ -7,11 +7,14 @@ which every gold command is an assistant turn, so one forward/backward pass trai
 The games are played with `history_view: full` and the whole history: every observation stays in
 the conversation exactly as the player saw it (the history only grows), so turn k of the row sees
 exactly what the player saw at turn k, and the cookbook's text stays in view once read: every gold
-command is predictable from its prompt. Observations do not list the valid commands
-(`show_valid_actions: false`): with the list each observation is about twice as long and a 24-command
-history would not fit the model's 8k context. The base model and each trained adapter (2 training
-seeds) play the held-out games greedily: success rate (Wilson), normalised score and
-invalid-command rate (bootstrap), and the paired per-game score difference against the base model.
+command is predictable from its prompt. Observations are the simulator's answers only
+(`show_state: false`, as in TextWorld itself: moving and `look around` answer with the room,
+`inventory` with the inventory) and do not list the valid commands (`show_valid_actions: false`):
+repeating the room and inventory every turn made gold rows 2.6x longer (3,352 against 1,287 tokens
+on 24 training games), and the list doubles an observation again. The base model and each trained
+adapter (2 training seeds) play the held-out games greedily: success rate (Wilson), normalised
+score and invalid-command rate (bootstrap), and the paired per-game score difference against the
+base model.
 """
 
 from __future__ import annotations
@@ -31,13 +34,15 @@ SIZES: dict[str, dict[str, Any]] = {
     "quick": {"train": 2, "heldout": 3, "max_steps": 4, "gold_max_steps": 30, "steps": 1, "chunks": 1, "seeds": [0, 1],
               "params": {**WORLD, "numLocations": 1}, "max_length": 4096},
     # full: gold paths here take 10-22 commands, so 24 steps; one training chunk per seed: one epoch
-    # of the 24 rows (~3,200 tokens each, ~76k tokens: LoRA SFT trained ~91 tokens/s at two threads
-    # here) and three evaluations of the 40 held-out games, all 40 live at once (one batch per turn)
-    "full": {"train": 24, "heldout": 40, "max_steps": 24, "steps": 24, "chunks": 1, "seeds": [0, 1],
-             "params": WORLD, "max_length": 5120, "max_live": 40},
+    # of the 48 rows (~1,365 tokens each, at most ~1,900; ~66k tokens: LoRA SFT trained ~91 tokens/s
+    # at two threads here) and three evaluations of the 40 held-out games, all 40 live at once (one
+    # batch per turn)
+    "full": {"train": 48, "heldout": 40, "max_steps": 24, "steps": 48, "chunks": 1, "seeds": [0, 1],
+             "params": WORLD, "max_length": 3072, "max_live": 40},
 }
 MAX_LIVE = 8
-GAME_ARGS = {"show_valid_actions": False, "history": None, "history_view": "full", "keep_recipe": False}
+GAME_ARGS = {"show_valid_actions": False, "show_state": False, "history": None, "history_view": "full",
+             "keep_recipe": False}
 
 
 def _config(model: str, split: str, n: int, size: dict[str, Any], sampling: dict[str, Any]) -> dict[str, Any]:

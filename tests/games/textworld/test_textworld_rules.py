@@ -93,3 +93,27 @@ def test_history_window_and_a_state_that_cannot_fork(tw_game, tw_instances):
     assert msgs[-2].content == state.gold[3] and "Step 5 of" in msgs[-1].content
     with pytest.raises(GameCannotFork):
         game.fork(state)
+
+
+def test_without_show_state_an_observation_is_the_simulators_answer_only(tw_game, tw_instances):
+    game = TextWorldCookingGame(CookingConfig(show_state=False, show_valid_actions=False))
+    game._pools = tw_game._pools
+    state = game.reset(tw_instances[0], seats_for(game), random.Random(0))
+    room = str(state.info["look"]).strip()
+    opening = game.observation(state, "player")[-1].content
+    assert opening.startswith(room) and "Inventory:" not in opening  # the opening shows the room once
+    take = next(c for c in state.gold if c.startswith("take "))
+    while state.gold[state.gold_pos] != take:
+        game.act(state, "player", Action(text=state.gold[state.gold_pos]))
+    game.act(state, "player", Action(text=take))
+    after = game.observation(state, "player")[-1].content
+    assert after.startswith("You take the") and "You are in the" not in after and "Inventory:" not in after
+    game.act(state, "player", Action(text="inventory"))  # asked for, the inventory is the answer
+    assert game.observation(state, "player")[-1].content.startswith("Inventory:")
+    game.act(state, "player", Action(text="look around"))
+    assert game.observation(state, "player")[-1].content.startswith("You are in the")
+    shown = TextWorldCookingGame(CookingConfig(show_valid_actions=False))  # the default shows both
+    shown._pools = tw_game._pools
+    state = shown.reset(tw_instances[0], seats_for(shown), random.Random(0))
+    shown.act(state, "player", Action(text=state.gold[0]))
+    assert "Inventory:" in shown.observation(state, "player")[-1].content
