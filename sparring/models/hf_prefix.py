@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
 
 from sparring.models.hf_kv import cache_kwarg
+
+log = logging.getLogger(__name__)
 
 KV = list[tuple[torch.Tensor, torch.Tensor]]  # per layer (keys, values), each [heads, tokens, dim]
 
@@ -65,6 +68,7 @@ class PrefixCache:
         self.nbytes = 0
         self.hits = 0  # prompt tokens not computed thanks to the cache (stats for benches and logs)
         self.misses = 0  # prompt tokens computed to fill it
+        self.overflows = 0  # batches whose own prompts did not fit the budget (see PrefixContext.prepare)
 
     def clear(self) -> None:
         self._roots.clear()
@@ -289,9 +293,23 @@ class PrefixContext:
         if rest:
             computed += self.fill(model, [contexts[i] for i in rest], [found[i] for i in rest], pad_id, device)
             found = [self.lookup(c) for c in contexts]  # less than all only if the budget is too small
+            self._check_budget(contexts, found)
         self.cache.misses += computed
         self.cache.hits += max(0, sum(len(c) for c in contexts) - computed)
         return found
+
+    def _check_budget(self, contexts: Sequence[Sequence[int]], found: list[tuple[int, Pieces]]) -> None:
+        """Warn (once per cache) when a batch's own prompts were evicted while it was stored: then
+        every turn of every live game recomputes its whole history (LRU evicts each game's states
+        before its next turn), the cache costs copies and saves nothing."""
+        lost = sum(len(c) >= MIN_HIT and n < len(c) for c, (n, _) in zip(contexts, found, strict=True))
+        if not lost:
+            return
+        self.cache.overflows += 1
+        if self.cache.overflows == 1:
+            log.warning("prefix cache: %d of %d prompts in one batch did not fit its budget of %d MB, so their "
+                        "states are recomputed on every turn; raise the model's `prefix_cache_mb` to hold the "
+                        "histories of every game in flight", lost, len(contexts), self.cache.max_bytes // 2**20)
 
     def fill(self, model, contexts, found, pad_id: int, device) -> int:
         """Compute and store the states of `contexts`: uncached rows and partly cached rows in

@@ -189,3 +189,21 @@ def test_the_prefix_cache_is_checked_at_load_and_falls_back_when_it_would_differ
         fallback = HFModel.from_objects(model, tokenizer)
     assert fallback.prefix_cache is None
     assert any("running without it" in r.message for r in caplog.records)
+
+
+def test_a_budget_smaller_than_one_batch_warns_once(tiny_objects, caplog):
+    cached = HFModel.from_objects(*tiny_objects)
+    requests = [GenerateRequest(messages=[Message(role="user", content=f"Game {i}. {STORY}")],
+                                sampling=Sampling(max_new_tokens=2)) for i in range(4)]
+    with caplog.at_level("WARNING", logger="sparring.models.hf_prefix"):
+        cached.generate(requests)
+        assert cached.prefix_cache.overflows == 0  # the default budget holds them
+        cached.clear_prefix_cache()
+        cached.prefix_cache.max_bytes = 1  # smaller than any one prompt's states: only the last stored stays
+        first = cached.generate(requests)
+        cached.generate(requests)
+    assert cached.prefix_cache.overflows == 2
+    warnings = [r.getMessage() for r in caplog.records if "prefix_cache_mb" in r.getMessage()]
+    assert len(warnings) == 1 and "3 of 4 prompts in one batch" in warnings[0]
+    plain = HFModel.from_objects(*tiny_objects, prefix_cache_mb=0).generate(requests)
+    assert [c[0].token_ids for c in first] == [c[0].token_ids for c in plain]  # still right, only slower
