@@ -18,7 +18,7 @@ from sparring.train.learning.context import Context
 from sparring.train.learning.registry import EXPERIMENTS
 from sparring.train.learning.results import Experiment
 
-ORDER = ("textworld-sft", "dond-selfplay", "debate-dpo", "grpo", "transfer")
+ORDER = ("textworld-sft", "textworld-sft-data", "dond-selfplay", "debate-dpo", "grpo", "transfer")
 
 
 def _register_all() -> None:

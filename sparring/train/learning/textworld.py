@@ -40,6 +40,12 @@ SIZES: dict[str, dict[str, Any]] = {
     "full": {"train": 48, "heldout": 40, "max_steps": 24, "steps": 48, "chunks": 1, "seeds": [0, 1],
              "params": WORLD, "max_length": 3072, "max_live": 40},
 }
+# textworld-sft-data: one seed trained on the first n gold games for each n (the 48 of
+# textworld-sft lie between): SFT ~9 s a row at two threads, so 24 + 96 rows ~19 min
+DATA_SIZES: dict[str, dict[str, Any]] = {
+    "quick": {**SIZES["quick"], "games": [1, 2], "seed": 0},
+    "full": {**SIZES["full"], "train": 96, "games": [24, 96], "seed": 0},
+}
 MAX_LIVE = 8
 GAME_ARGS = {"show_valid_actions": False, "show_state": False, "history": None, "history_view": "full",
              "keep_recipe": False}
@@ -81,55 +87,108 @@ def evaluate(ctx: Context, model: str, name: str, n: int, size: dict[str, Any]) 
     return metrics, {k: float(m["score"]) for k, m in per.items()}, played
 
 
-@experiment("textworld-sft")
-def run(ctx: Context) -> Experiment:
+def _gold_rows(ctx: Context, size: dict[str, Any], name: str,
+               by_instance: bool = False) -> tuple[Played, list[dict[str, Any]]]:
+    """The gold policy on `size["train"]` training games and one SFT row per won episode, in the
+    run's order or (`by_instance`) ordered by instance id, so that the first n rows of a larger
+    set are the rows of the first n games."""
+    gold_size = {**size, "max_steps": size.get("gold_max_steps", size["max_steps"])}
+    played = ctx.play(_config("textworld-gold", "train", size["train"], gold_size, {"max_new_tokens": 16}), name)
+    won = [r for r in played.records if r.outcome and r.outcome.metrics.get("success")]
+    return played, episode_rows(sorted(won, key=lambda r: r.instance_id) if by_instance else won)
+
+
+def _sft(ctx: Context, rows: list[dict[str, Any]], size: dict[str, Any], seed: int, steps: int, name: str,
+         adapter: str | None = None) -> tuple[Any, float]:
+    """One LoRA SFT run (batch 1: a row a step) into OUT/adapters/NAME; (result, seconds)."""
     from sparring.train.config import LoraSettings, TrainSettings
-    from sparring.train.learning.loops import speed
-    from sparring.train.learning.speed import row_tokens
     from sparring.train.trainers import train_sft
 
-    size = SIZES[ctx.size]
-    start = time.perf_counter()
-    gold_size = {**size, "max_steps": size.get("gold_max_steps", size["max_steps"])}
-    gold_played = ctx.play(_config("textworld-gold", "train", size["train"], gold_size, {"max_new_tokens": 16}),
-                           "textworld-gold")
-    gold = gold_played.records
-    rows = episode_rows([r for r in gold if r.outcome and r.outcome.metrics.get("success")])
-    base_m, base_scores, base_played = evaluate(ctx, ctx.label, "textworld-base", size["heldout"], size)
-    exp = Experiment(
-        name="textworld-sft", description="TextWorld cooking: LoRA SFT on gold demonstrations (one multi-turn "
-        "row per episode), held-out dev-fold games played greedily.", model=ctx.label, primary="score",
-        training_ids=sorted({r.instance_id for r in gold}), heldout_ids=sorted(base_scores),
-        target=">= 30 points of success above the base model, invalid commands <= 10% (>= 40 held-out games)")
-    exp.stages.append(Stage("base", 0, base_m, {**base_played.walls("heldout"), "gold_demos": gold_played.seconds},
-                            info={"gold_success": rate([bool(r.outcome.metrics["success"]) for r in gold]).value,
-                                  "rows": len(rows)}))
+    settings = TrainSettings(model=ctx.model, adapter=adapter, method="sft", learning_rate=5e-4, max_steps=steps,
+                             batch_size=1, gradient_accumulation=1, max_length=size["max_length"], seed=seed,
+                             lora=LoraSettings(r=16, alpha=32))
+    t = time.perf_counter()
+    result = train_sft(rows, settings, ctx.out / "adapters" / name)
+    return result, time.perf_counter() - t
+
+
+def _trained_stage(ctx: Context, exp: Experiment, result: Any, seconds: float, stage: str, step: int, seed: int,
+                   size: dict[str, Any], base_scores: dict[str, float]) -> None:
+    """Register the adapter as LABEL@STAGE, play the held-out games with it, add its stage and its
+    paired score difference against the base model."""
+    alias = ctx.register(stage, result.adapter)
+    m, scores, played = evaluate(ctx, alias, f"textworld-{stage}", size["heldout"], size)
+    exp.stages.append(Stage(stage, step, m, {"train": seconds, **played.walls("heldout")}, seed=seed,
+                            info={"rows": result.rows, "dropped": result.dropped, "loss": result.loss,
+                                  "adapter": str(result.adapter)}))
+    exp.paired[f"score {stage} - base"] = paired(base_scores, scores, seed=seed)
+    ctx.progress(exp)
+
+
+def _base_stage(ctx: Context, name: str, description: str, gold: Played, rows: list[dict[str, Any]],
+                size: dict[str, Any], run: str) -> tuple[Experiment, dict[str, float], Played]:
+    """The experiment with its base-model stage (the held-out games before training, run `run`)."""
+    base_m, base_scores, base_played = evaluate(ctx, ctx.label, run, size["heldout"], size)
+    exp = Experiment(name=name, description=description, model=ctx.label, primary="score",
+                     training_ids=sorted({r.instance_id for r in gold.records}), heldout_ids=sorted(base_scores),
+                     target=">= 30 points of success above the base model, invalid commands <= 10% (>= 40 held-out "
+                            "games)")
+    success = rate([bool(r.outcome and r.outcome.metrics["success"]) for r in gold.records]).value
+    exp.stages.append(Stage("base", 0, base_m, {**base_played.walls("heldout"), "gold_demos": gold.seconds},
+                            info={"gold_success": success, "rows": len(rows)}))
+    return exp, base_scores, base_played
+
+
+def _finish(ctx: Context, exp: Experiment, base_played: Played, size: dict[str, Any], rows: list[dict[str, Any]],
+            trained_rows: int, train_s: float, start: float) -> Experiment:
+    from sparring.train.learning.loops import speed
+    from sparring.train.learning.speed import row_tokens
+
     tokens_per_row = sum(row_tokens(ctx.model, r) for r in rows) / len(rows) if rows else 0.0
-    train_s, trained_steps = 0.0, 0
-    for seed in size["seeds"]:
-        adapter = None
-        for chunk in range(1, size["chunks"] + 1):
-            settings = TrainSettings(model=ctx.model, adapter=adapter, method="sft", learning_rate=5e-4,
-                                     max_steps=size["steps"], batch_size=1, gradient_accumulation=1,
-                                     max_length=size["max_length"], seed=seed, lora=LoraSettings(r=16, alpha=32))
-            t = time.perf_counter()
-            result = train_sft(rows, settings, ctx.out / "adapters" / f"textworld-sft-s{seed}-c{chunk}")
-            seconds = time.perf_counter() - t
-            train_s, trained_steps = train_s + seconds, trained_steps + result.steps
-            adapter = str(result.adapter)
-            alias = ctx.register(f"textworld-sft-s{seed}" + ("" if chunk == size["chunks"] else f"-c{chunk}"),
-                                 result.adapter)
-            m, scores, played = evaluate(ctx, alias, f"textworld-{alias.split('@')[1]}", size["heldout"], size)
-            step = chunk * size["steps"]
-            exp.stages.append(Stage(alias.split("@")[1], step, m, {"train": seconds, **played.walls("heldout")},
-                                    seed=seed,
-                                    info={"rows": result.rows, "dropped": result.dropped, "loss": result.loss,
-                                          "adapter": adapter}))
-            exp.paired[f"score {alias.split('@')[1]} - base"] = paired(base_scores, scores, seed=seed)
-            ctx.progress(exp)
-    exp.speed = speed(ctx, base_played, size.get("max_live", MAX_LIVE), tokens_per_row * trained_steps,
-                      train_s)  # batch 1: a row a step
+    exp.speed = speed(ctx, base_played, size.get("max_live", MAX_LIVE), tokens_per_row * trained_rows, train_s)
     exp.notes.append(f"{len(rows)} SFT rows (one per gold episode, {tokens_per_row:.0f} tokens on average); "
                      f"gold policy success on the training games {exp.stages[0].info['gold_success']:.2f}")
     exp.wall_s = time.perf_counter() - start
     return exp
+
+
+@experiment("textworld-sft")
+def run(ctx: Context) -> Experiment:
+    size = SIZES[ctx.size]
+    start = time.perf_counter()
+    gold, rows = _gold_rows(ctx, size, "textworld-gold")
+    exp, base_scores, base_played = _base_stage(
+        ctx, "textworld-sft", "TextWorld cooking: LoRA SFT on gold demonstrations (one multi-turn row per "
+        "episode), held-out dev-fold games played greedily.", gold, rows, size, "textworld-base")
+    train_s, trained_steps = 0.0, 0
+    for seed in size["seeds"]:
+        adapter = None
+        for chunk in range(1, size["chunks"] + 1):
+            result, seconds = _sft(ctx, rows, size, seed, size["steps"], f"textworld-sft-s{seed}-c{chunk}", adapter)
+            train_s, trained_steps = train_s + seconds, trained_steps + result.steps
+            adapter = str(result.adapter)
+            stage = f"textworld-sft-s{seed}" + ("" if chunk == size["chunks"] else f"-c{chunk}")
+            _trained_stage(ctx, exp, result, seconds, stage, chunk * size["steps"], seed, size, base_scores)
+    return _finish(ctx, exp, base_played, size, rows, trained_steps, train_s, start)  # batch 1: a row a step
+
+
+@experiment("textworld-sft-data")
+def run_data(ctx: Context) -> Experiment:
+    """How the held-out score grows with the number of gold games: one seed, one epoch on the first
+    n of the training games' rows for each n (nested sets), the same held-out games and settings as
+    `textworld-sft`. A stage's step is its number of games (one row a step)."""
+    size = DATA_SIZES[ctx.size]
+    start = time.perf_counter()
+    gold, rows = _gold_rows(ctx, size, "textworld-data-gold", by_instance=True)
+    exp, base_scores, base_played = _base_stage(
+        ctx, "textworld-sft-data", "TextWorld cooking: the held-out score against the number of gold games "
+        f"trained on ({', '.join(map(str, size['games']))}; one epoch each, seed {size['seed']}).", gold, rows, size,
+        "textworld-data-base")
+    train_s, trained_steps = 0.0, 0
+    for n in size["games"]:
+        subset = rows[:n]
+        result, seconds = _sft(ctx, subset, size, size["seed"], len(subset), f"textworld-sft-g{n}")
+        train_s, trained_steps = train_s + seconds, trained_steps + result.steps
+        _trained_stage(ctx, exp, result, seconds, f"textworld-sft-g{n}", len(subset), size["seed"], size,
+                       base_scores)
+    return _finish(ctx, exp, base_played, size, rows, trained_steps, train_s, start)

@@ -32,11 +32,11 @@ def trained_game(alias: str) -> str | None:
 
 def finals(adapters: dict[str, str]) -> list[str]:
     """The last adapter of each training run: not intermediate chunks (`-cN`), not the DoND warm
-    start, one TextWorld seed (s0); iterations `-N` keep the highest."""
+    start, one TextWorld seed (s0), not the data-scaling points (`-gN`); iterations `-N` keep the highest."""
     by_run: dict[str, str] = {}
     for alias in adapters:
         stage = alias.split("@", 1)[1]
-        if re.search(r"-c\d+$", stage) or stage == "dond-warm" or re.search(r"-s[1-9]\d*$", stage):
+        if re.search(r"-[cg]\d+$", stage) or stage == "dond-warm" or re.search(r"-s[1-9]\d*$", stage):
             continue
         by_run[re.sub(r"-\d+$", "", stage)] = alias  # registered in order: the last iteration wins
     return list(by_run.values())
