@@ -3,9 +3,9 @@
 The game owns the simulator (`env.EnvPool`): each live episode leases one environment at `reset`
 and gives it back when it ends. Each turn the player sees the simulator's answer to its last
 command, the room and its inventory (`show_state`) and the valid commands (`show_valid_actions`),
-and replies with one command. A command that is not valid here costs a step, changes nothing and is counted
-(`invalid_rate`); the episode ends on success, on failure (e.g. the meal was spoiled), or after
-`max_steps` commands. Reward = the simulator's normalised score in [0, 1].
+and replies with one command. A command that is not valid here costs a step, changes nothing and
+is counted (`invalid_rate`); the episode ends on success, on failure (e.g. the meal was spoiled),
+or after `max_steps` commands. Reward = the simulator's normalised score in [0, 1].
 
 The simulator's gold path is never shown to the player: while the episode is still on it, the
 next gold command goes to the player's model requests as the private label `gold_action`
