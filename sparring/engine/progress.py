@@ -80,11 +80,20 @@ class RunProgress:
             parts.append(f"{stats.tokens_per_s:,.1f} tokens/s (prompt + generated; {stats.generated_per_s:,.1f} "
                          "generated/s)")
         parts.append(f"elapsed {clock(elapsed)}")
-        played = finished - skipped
-        left = self.total - finished
-        parts.append("ETA " + (clock(elapsed / played * left) if played > 0 else "unknown until an episode ends")
-                     if left > 0 else "done")
+        parts.append(self._eta(elapsed, finished - skipped, self.total - finished, stats))
         return ", ".join(parts)
+
+    @staticmethod
+    def _eta(elapsed: float, played: int, left: int, stats: Any) -> str:
+        """Episodes left × time per finished episode; but when every episode left is already in
+        flight, nothing is known from the finished ones: games played in lockstep end together,
+        and the early finishers (a win, a loss) would predict hours for the last minute."""
+        if left <= 0:
+            return "done"
+        live = int(getattr(stats, "live", 0) or 0)
+        if live and left <= live:
+            return f"ETA: the last {left} episode(s) are in flight, each ends when its game does"
+        return "ETA " + (clock(elapsed / played * left) if played > 0 else "unknown until an episode ends")
 
 def clock(seconds: float) -> str:
     """12s, 5m03s, 2h07m."""

@@ -38,6 +38,7 @@ class RunStats:
     completion_tokens: int = 0
     prompt_tokens: int = 0
     turns: int = 0
+    live: int = 0  # episodes in flight after the last tick (in-process runs; 0 when not known)
     started: float = field(default_factory=time.time)
 
     @property
@@ -190,6 +191,7 @@ class Runner:
                         exhausted = True
                         break
                     self._advance(gen, None, live)
+                self.stats.live = len(live)
                 if not live or self.abandon:
                     break
                 self._tick(live)

@@ -41,3 +41,16 @@ def test_progress_lines_are_throttled(make_config, runs_dir, monkeypatch):
                               max_live=4), console=Console(file=out, width=200))
     progress = [line for line in out.getvalue().splitlines() if line.startswith("toyexp: ")]
     assert len(progress) == 1  # only the final line
+
+
+def test_no_eta_is_extrapolated_when_every_episode_left_is_in_flight():
+    from sparring.engine.progress import RunProgress
+    from sparring.engine.runner import RunStats
+
+    bar = RunProgress(40, console=Console(file=io.StringIO()), description="tw")
+    stats = RunStats(turns=831, live=39)  # 40 games in lockstep, one ended early (a loss)
+    line = bar.line(1, 0, stats)
+    assert line.endswith("ETA: the last 39 episode(s) are in flight, each ends when its game does")
+    stats.live = 8  # more waves to come: the finished episodes' pace is the estimate
+    assert "ETA " in bar.line(1, 0, stats) and "in flight" not in bar.line(1, 0, stats)
+    assert bar.line(40, 0, stats).endswith(", done")
