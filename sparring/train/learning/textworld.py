@@ -34,14 +34,14 @@ SIZES: dict[str, dict[str, Any]] = {
     "quick": {"train": 2, "heldout": 3, "max_steps": 4, "gold_max_steps": 30, "steps": 1, "chunks": 1, "seeds": [0, 1],
               "params": {**WORLD, "numLocations": 1}, "max_length": 4096},
     # full: gold paths here take 10-22 commands, so 24 steps; one training chunk per seed: one epoch
-    # of the 48 rows (~1,365 tokens each, at most ~1,900; ~66k tokens: LoRA SFT trained ~91 tokens/s
-    # at two threads here) and three evaluations of the 40 held-out games, all 40 live at once (one
-    # batch per turn)
+    # of the 48 rows (~1,340 tokens each, at most ~1,900; ~64k tokens: LoRA SFT trained ~116
+    # tokens/s, ~11 s a row, at two threads here) and three evaluations of the 40 held-out games,
+    # all 40 live at once (one batch per turn): 41.8 min in all
     "full": {"train": 48, "heldout": 40, "max_steps": 24, "steps": 48, "chunks": 1, "seeds": [0, 1],
              "params": WORLD, "max_length": 3072, "max_live": 40},
 }
 # textworld-sft-data: one seed trained on the first n gold games for each n (the 48 of
-# textworld-sft lie between): SFT ~9 s a row at two threads, so 24 + 96 rows ~19 min
+# textworld-sft lie between): SFT ~11 s a row at two threads, so 24 + 96 rows 22 min; 41.9 min in all
 DATA_SIZES: dict[str, dict[str, Any]] = {
     "quick": {**SIZES["quick"], "games": [1, 2], "seed": 0},
     "full": {**SIZES["full"], "train": 96, "games": [24, 96], "seed": 0},
