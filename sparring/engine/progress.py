@@ -90,7 +90,7 @@ class RunProgress:
         and the early finishers (a win, a loss) would predict hours for the last minute."""
         if left <= 0:
             return "done"
-        live = int(getattr(stats, "live", 0) or 0)
+        live = stats.live if stats is not None else 0
         if live and left <= live:
             return f"ETA: the last {left} episode(s) are in flight, each ends when its game does"
         return "ETA " + (clock(elapsed / played * left) if played > 0 else "unknown until an episode ends")

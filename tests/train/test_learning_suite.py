@@ -162,8 +162,8 @@ def test_registered_adapters_become_model_specs_and_transfer_picks_the_final_one
     ctx = Context(out=tmp_path, size="quick", model="smollm2-135m", label="smollm2-135m")
     adapter = tmp_path / "a"
     adapter.mkdir()
-    for stage in ("textworld-sft-s0-c1", "textworld-sft-s0", "textworld-sft-s1", "textworld-sft-g24", "dond-warm", "dond-selfplay-1",
-                  "dond-selfplay-2", "debate-dpo-1", "debate-dpo-2", "grpo"):
+    for stage in ("textworld-sft-s0-c1", "textworld-sft-s0", "textworld-sft-s1", "textworld-sft-g24", "dond-warm",
+                  "dond-selfplay-1", "dond-selfplay-2", "debate-dpo-1", "debate-dpo-2", "grpo"):
         ctx.register(stage, adapter)
     specs = load_model_specs(ctx.models_file)
     spec = specs["smollm2-135m@textworld-sft-s0"]
