@@ -85,6 +85,9 @@ class DondConfig(Strict):
     # Turn prompts restate the pool as counts ("The whole pool is (1 books, 2 hats, 1 balls)"):
     # small models otherwise propose counts the pool does not have.
     remind_pool: bool = False
+    # Who speaks first in every episode. Default: the instance's `first_mover`, else a coin flip per
+    # episode. The learning suite's GRPO game fixes it so the learner always answers the partner.
+    first_player: Literal["Player_1", "Player_2"] | None = None
 
     @model_validator(mode="after")
     def _check_lam(self) -> DondConfig:
@@ -127,7 +130,9 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
             raise ConfigError(f"Deal or No Deal needs seats for {', '.join(PLAYERS)}; missing {', '.join(missing)}")
         ctx = (1, 0) if flip else (0, 1)  # which context each player holds
         values = {p: instance.values[c] for p, c in zip(PLAYERS, ctx, strict=False)}
-        if instance.first_mover is None:
+        if self.config.first_player is not None:
+            first = self.config.first_player
+        elif instance.first_mover is None:
             first = PLAYERS[0] if rng.random() < 0.5 else PLAYERS[1]
         else:
             first = PLAYERS[ctx.index(instance.first_mover)]

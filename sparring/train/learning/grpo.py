@@ -24,24 +24,33 @@ from sparring.train.learning.registry import experiment
 from sparring.train.learning.results import Experiment, Stage, mean, paired, rate
 
 SIZES: dict[str, dict[str, Any]] = {
-    "quick": {"train": 4, "heldout": 4, "steps": 2, "generations": 2, "tokens": 16, "max_turns": 4},
-    "full": {"train": 40, "heldout": 64, "steps": 40, "generations": 4, "tokens": 32, "max_turns": 6},
+    "quick": {"train": 4, "heldout": 4, "steps": 2, "generations": 2, "tokens": 16},
+    "full": {"train": 40, "heldout": 128, "steps": 40, "generations": 4, "tokens": 16},
 }
 WARM_STAGE = "dond-warm"  # the stage the dond-selfplay experiment registers its warm start as
 MAX_LIVE = 16
 # LoRA: 2e-5 moved the policy by a KL of 9e-5 in six steps (2026-11-26); the SFT default is 2e-4
 LEARNING_RATE = 1e-4
 BETA = 0.04  # a small KL to the starting policy: TRL logs the KL only when beta > 0 (evidence the issue asks for)
-GAME = {"objective": "self", "untagged_as_message": True, "prefill_proposals": True,
-        "reveal_proposals": True, "remind_pool": True}
+# One decision per game: the partner (seat 0) says which item it values most, the learner (seat 1)
+# must then propose (the reply starts as `[propose] (`: it only writes the counts), and the partner
+# accepts or refuses; `max_turns` leaves room for nothing else. The multi-turn version (6 turns, the
+# learner in both seats, messages first) took 145-160 s a step and ~2 h for 40 steps (2026-11-27)
+# while only its last proposal could change the outcome against this partner.
+GAME = {"objective": "self", "untagged_as_message": True, "prefill_proposals": True, "propose_after": 1,
+        "reveal_proposals": True, "remind_pool": True, "max_turns": 3,
+        "first_player": "Player_1"}
+LEARNER_SEAT = 1  # after the partner's message
+# One short sequence per episode: activation checkpointing off is faster and fits (3 steps of 4
+# slots, 2026-11-27: 10.1 GB resident at most, 37-52 s a step; 8 slots reached 18.5 GB)
 
 def _experiment(size: dict[str, Any], split: str, n: int, learner: str) -> dict[str, Any]:
-    return {"game": "dond", "game_args": {**GAME, "max_turns": size["max_turns"], "propose_after": size["max_turns"] // 2},
+    return {"game": "dond", "game_args": GAME,
             "dataset": {"name": "dond_generated", "split": split, "args": {"n": max(2 * n, 40), "seed": 1}, "limit": n},
             "agents": {"learner": {"role": "negotiator", "model": learner,
                                    "sampling": {"temperature": 1.0, "max_new_tokens": size["tokens"]}},
                        "partner": {"role": "negotiator", "model": "fair-negotiator"}},
-            "tournament": {"type": "custom", "matchups": [["learner", "partner"]]}, "run": {"seed": 0, "max_live": MAX_LIVE}}
+            "tournament": {"type": "custom", "matchups": [["partner", "learner"]]}, "run": {"seed": 0, "max_live": MAX_LIVE}}
 
 def evaluate(ctx: Context, model: str, name: str, size: dict[str, Any]) -> tuple[dict, dict, Played]:
     played = ctx.play(_experiment(size, "test", size["heldout"], model), name)
@@ -89,9 +98,9 @@ def run(ctx: Context) -> Experiment:
     out = ctx.out / "loops" / "grpo"
     experiment_cfg = {**_experiment(size, "train", size["train"], "learner"), "models_file": str(ctx.models_file)}
     config = GRPOConfig(name="learning-grpo", model=ctx.model, adapter=adapter, experiment=experiment_cfg,
-                        seats=[0, 1], num_generations=size["generations"], prompts_per_step=1,
+                        seats=[LEARNER_SEAT], num_generations=size["generations"], prompts_per_step=1,
                         max_steps=size["steps"], learning_rate=LEARNING_RATE, beta=BETA, format_penalty=0.1,
-                        sequences_per_episode=size["max_turns"] // 2, output_dir=str(out))
+                        sequences_per_episode=1, gradient_checkpointing=False, output_dir=str(out))
     t = time.perf_counter()
     first = _train(config, out)
     train_s = time.perf_counter() - t

@@ -54,6 +54,17 @@ def test_first_mover_is_seeded_and_flip_swaps_contexts():
     assert st.values == {P1: (0, 4, 2), P2: (4, 3, 1)} and st.first == P2
 
 
+def test_first_player_fixes_who_speaks_first_over_instance_and_coin_flip():
+    """`first_player` (the learning suite's GRPO game: the learner always answers the partner)
+    overrides both the instance's first mover and the per-episode coin flip; contexts still follow flip."""
+    free = SCENARIO.model_copy(update={"first_mover": None})
+    assert {new_game(free, seed=s, first_player=P2)[1].first for s in range(20)} == {P2}
+    _, st = new_game(flip=True, first_player=P1)  # the instance says context 0, held by Player_2 when flipped
+    assert st.first == P1 and st.to_move == P1 and st.values[P1] == (0, 4, 2)
+    with pytest.raises(ValueError):
+        DondConfig(first_player="Player_3")
+
+
 def test_observation_shape_and_private_values():
     game, st = new_game()
     obs = game.observation(st, P1)
