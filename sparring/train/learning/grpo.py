@@ -4,6 +4,11 @@ trainer (`sparring.train.grpo`): per-step reward, its within-group spread, the s
 whose group had zero reward variance (zero advantage: nothing trained) and the KL to the
 starting policy, then the learner against the same partner on held-out scenarios.
 
+Each game is one decision (`GAME`): the partner opens with the item it values most, the learner
+proposes, the partner accepts or refuses. Against this partner nothing but the proposal changes
+the outcome, and one short sequence per episode makes a step cheap enough for 40 steps to fit the
+suite's 60 minutes per experiment (the multi-turn version did not: ~2 h).
+
 It starts from the DoND warm start (`LABEL@dond-warm`, the SFT adapter the `dond-selfplay`
 experiment trains on the human dialogues) when this suite run (or an earlier one into the same
 OUTPUT) registered it, else from the base model; the notes say which. Not from the self-play
