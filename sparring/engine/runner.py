@@ -38,7 +38,7 @@ class RunStats:
     completion_tokens: int = 0
     prompt_tokens: int = 0
     turns: int = 0
-    live: int = 0  # episodes in flight after the last tick (in-process runs; 0 when not known)
+    live: int = 0  # episodes in flight (worker runs: as each worker last reported)
     started: float = field(default_factory=time.time)
 
     @property
@@ -50,14 +50,15 @@ class RunStats:
     def generated_per_s(self) -> float:
         return self.completion_tokens / max(1e-9, time.time() - self.started)
 
-    def counters(self) -> tuple[int, int, int]:
+    def counters(self) -> tuple[int, int, int, int]:
         """What a worker process reports to its parent."""
-        return self.completion_tokens, self.prompt_tokens, self.turns
+        return self.completion_tokens, self.prompt_tokens, self.turns, self.live
 
-    def add(self, counters: tuple[int, int, int]) -> None:
+    def add(self, counters: tuple[int, ...]) -> None:
         self.completion_tokens += counters[0]
         self.prompt_tokens += counters[1]
         self.turns += counters[2]
+        self.live += counters[3] if len(counters) > 3 else 0
 
 
 class EpisodeRunner(Protocol):

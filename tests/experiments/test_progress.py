@@ -54,3 +54,27 @@ def test_no_eta_is_extrapolated_when_every_episode_left_is_in_flight():
     stats.live = 8  # more waves to come: the finished episodes' pace is the estimate
     assert "ETA " in bar.line(1, 0, stats) and "in flight" not in bar.line(1, 0, stats)
     assert bar.line(40, 0, stats).endswith(", done")
+
+
+@pytest.mark.slow  # two worker processes
+def test_worker_runs_report_their_episodes_in_flight(make_config, runs_dir, monkeypatch):
+    """`--workers N`: each worker reports how many episodes it has in flight with its token
+    counters, so the parent's progress line knows when every episode left is already playing
+    (then it does not extrapolate an ETA from the early finishers)."""
+    from sparring.engine.runner import RunStats
+
+    a, b = RunStats(turns=3, live=4), RunStats(turns=2, live=1)
+    total = RunStats()
+    for counters in (a.counters(), b.counters()):
+        total.add(counters)
+    assert (total.turns, total.live) == (5, 5)
+
+    monkeypatch.setenv("SPARRING_PROGRESS_EVERY", "0")
+    out = io.StringIO()
+    res = run_experiment(RunOptions(configuration=str(make_config()), output_dir=str(runs_dir), run_name="w",
+                                    max_live=4, workers=2), console=Console(file=out, width=200))
+    assert res.status == "complete" and res.summary["done"] == 36
+    progress = [line for line in out.getvalue().splitlines() if line.startswith("toyexp: ")]
+    assert any("are in flight" in line for line in progress)  # the tail: every episode left is playing
+    assert not any("are in flight" in line for line in progress[:2])  # the start: most are still queued
+    assert progress[-1].startswith("toyexp: 36/36 episodes") and progress[-1].endswith(", done")

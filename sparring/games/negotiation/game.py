@@ -35,7 +35,7 @@ from sparring.gameapi.game import (
     register_game,
 )
 from sparring.games.negotiation.hooks import HOOKS
-from sparring.games.negotiation.instance import ITEMS, PLURALS, DondInstance, Triple
+from sparring.games.negotiation.instance import ITEMS, PLURALS, DondInstance, Triple, remainder
 from sparring.games.negotiation.objectives import NAMED_LAMBDAS, Objective, objective_lambda, points, rewards
 from sparring.games.negotiation.pareto import ceilings
 from sparring.games.negotiation.partner import OFFER_LABEL, POOL_LABEL, VALUES_LABEL
@@ -130,6 +130,7 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
             raise ConfigError(f"Deal or No Deal needs seats for {', '.join(PLAYERS)}; missing {', '.join(missing)}")
         ctx = (1, 0) if flip else (0, 1)  # which context each player holds
         values = {p: instance.values[c] for p, c in zip(PLAYERS, ctx, strict=False)}
+        first: str
         if self.config.first_player is not None:
             first = self.config.first_player
         elif instance.first_mover is None:
@@ -314,8 +315,7 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
             state.proposals[player] = counts
             self._event(state, player, TURN_TAG, shown, [player], kind="proposal", counts=list(counts))
             if first_proposal:
-                pool = state.instance.counts
-                rest = (pool[0] - counts[0], pool[1] - counts[1], pool[2] - counts[2])
+                rest = remainder(state.instance.counts, counts)
                 notice = self._render(state, other, "proposal_notice", revealed=self.config.reveal_proposals,
                                       theirs=format_proposal(counts), rest=format_proposal(rest),
                                       theirs_text=spoken_proposal(counts))

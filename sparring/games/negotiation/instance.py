@@ -91,6 +91,11 @@ class DondInstance(Instance):
                             first_mover=fm)
 
 
+def remainder(pool: Triple, claim: Triple) -> Triple:
+    """What a proposal that keeps `claim` leaves the other player (negative where it over-claims)."""
+    return (pool[0] - claim[0], pool[1] - claim[1], pool[2] - claim[2])
+
+
 def context_string(counts: Triple, values: Triple) -> str:
     """The upstream `c v c v c v` rendering of one player's context."""
     return " ".join(f"{c} {v}" for c, v in zip(counts, values, strict=False))

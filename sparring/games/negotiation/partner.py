@@ -21,7 +21,7 @@ labels (`DondGame.request_labels`), never from the prompt's wording.
 from __future__ import annotations
 
 from sparring.errors import BackendError
-from sparring.games.negotiation.instance import ITEMS, PLURALS, Triple
+from sparring.games.negotiation.instance import ITEMS, PLURALS, Triple, remainder
 from sparring.games.negotiation.objectives import points
 from sparring.games.negotiation.protocol import format_proposal
 from sparring.types import GenerateRequest
@@ -45,7 +45,7 @@ def reply(values: Triple, pool: Triple, offer: Triple | None) -> str:
         top = max(range(3), key=lambda i: (values[i] * (pool[i] > 0), -i))
         item = ITEMS[top] if pool[top] == 1 else PLURALS[top]
         return f"[message] I care most about the {item}; you can have the rest."
-    rest = (pool[0] - offer[0], pool[1] - offer[1], pool[2] - offer[2])
+    rest = remainder(pool, offer)
     if min(rest) >= 0 and points(values, rest) >= ACCEPT_SHARE * points(values, pool):
         return f"[propose] {format_proposal(rest)}"
     wanted = (pool[0] * (values[0] > 0), pool[1] * (values[1] > 0), pool[2] * (values[2] > 0))

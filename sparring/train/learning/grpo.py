@@ -46,8 +46,7 @@ GAME = {"objective": "self", "untagged_as_message": True, "prefill_proposals": T
         "reveal_proposals": True, "remind_pool": True, "max_turns": 3,
         "first_player": "Player_1"}
 LEARNER_SEAT = 1  # after the partner's message
-# One short sequence per episode: activation checkpointing off is faster and fits (3 steps of 4
-# slots, 2026-11-27: 10.1 GB resident at most, 37-52 s a step; 8 slots reached 18.5 GB)
+
 
 def _experiment(size: dict[str, Any], split: str, n: int, learner: str) -> dict[str, Any]:
     return {"game": "dond", "game_args": GAME,
@@ -105,6 +104,8 @@ def run(ctx: Context) -> Experiment:
     config = GRPOConfig(name="learning-grpo", model=ctx.model, adapter=adapter, experiment=experiment_cfg,
                         seats=[LEARNER_SEAT], num_generations=size["generations"], prompts_per_step=1,
                         max_steps=size["steps"], learning_rate=LEARNING_RATE, beta=BETA, format_penalty=0.1,
+                        # one short sequence per episode: activation checkpointing off is faster and
+                        # fits (the full run, 2026-11-27: 9.5 GB resident at most; 8 slots: 18.5 GB)
                         sequences_per_episode=1, gradient_checkpointing=False, output_dir=str(out))
     t = time.perf_counter()
     first = _train(config, out)
