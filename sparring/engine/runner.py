@@ -54,11 +54,11 @@ class RunStats:
         """What a worker process reports to its parent."""
         return self.completion_tokens, self.prompt_tokens, self.turns, self.live
 
-    def add(self, counters: tuple[int, ...]) -> None:
+    def add(self, counters: tuple[int, int, int, int]) -> None:
         self.completion_tokens += counters[0]
         self.prompt_tokens += counters[1]
         self.turns += counters[2]
-        self.live += counters[3] if len(counters) > 3 else 0
+        self.live += counters[3]
 
 
 class EpisodeRunner(Protocol):

@@ -206,7 +206,7 @@ class ParallelRunner:
         self._out = ctx.Queue()
         self._stop = ctx.Event()
         self._inboxes = [ctx.Queue() for _ in range(workers)]
-        self._tokens: list[tuple[int, ...]] = [(0, 0, 0, 0)] * workers  # RunStats.counters() per worker
+        self._tokens: list[tuple[int, int, int, int]] = [(0, 0, 0, 0)] * workers  # RunStats.counters() per worker
         forked = self.start_method == "fork"
         if not forked:
             _check_main_importable()
@@ -301,7 +301,8 @@ class ParallelRunner:
 
     def _lost(self, index: int, message: str) -> None:
         self._alive.discard(index)
-        self._tokens[index] = (*self._tokens[index][:3], 0)  # its episodes in flight are gone
+        generated, prompt, turns, _ = self._tokens[index]
+        self._tokens[index] = (generated, prompt, turns, 0)  # its episodes in flight are gone
         self.stats.live = sum(t[3] for t in self._tokens)
         self._inboxes[index].cancel_join_thread()  # nobody will read it: never block exit on it
         self.errors.append(f"{message}; its unfinished episodes were not stored (resume the run to play them)")
