@@ -275,11 +275,7 @@ class ParallelRunner:
                     continue
                 if isinstance(worker_tokens, (tuple, list)):
                     self._tokens[index] = tuple(worker_tokens)
-                    stats = RunStats(started=self.stats.started)
-                    for counters in self._tokens:
-                        stats.add(counters)
-                    (self.stats.completion_tokens, self.stats.prompt_tokens, self.stats.turns,
-                     self.stats.live) = stats.counters()
+                    self._sum_counters()
                 if kind == "episodes":
                     for item in payload:
                         self.store.add_serialized(item)
@@ -299,11 +295,19 @@ class ParallelRunner:
                 self.on_tick()
         return self.stats
 
+    def _sum_counters(self) -> None:
+        """The run's counters: the sum of what each worker last reported."""
+        total = RunStats()
+        for counters in self._tokens:
+            total.add(counters)
+        (self.stats.completion_tokens, self.stats.prompt_tokens, self.stats.turns,
+         self.stats.live) = total.counters()
+
     def _lost(self, index: int, message: str) -> None:
         self._alive.discard(index)
         generated, prompt, turns, _ = self._tokens[index]
         self._tokens[index] = (generated, prompt, turns, 0)  # its episodes in flight are gone
-        self.stats.live = sum(t[3] for t in self._tokens)
+        self._sum_counters()
         self._inboxes[index].cancel_join_thread()  # nobody will read it: never block exit on it
         self.errors.append(f"{message}; its unfinished episodes were not stored (resume the run to play them)")
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from sparring.games.negotiation.state import PLAYERS
 from sparring.train.learning.context import Context, Played
 from sparring.train.learning.registry import experiment
 from sparring.train.learning.results import Experiment, Stage, mean, paired, rate
@@ -37,15 +38,16 @@ MAX_LIVE = 16
 # LoRA: 2e-5 moved the policy by a KL of 9e-5 in six steps (2026-11-26); the SFT default is 2e-4
 LEARNING_RATE = 1e-4
 BETA = 0.04  # a small KL to the starting policy: TRL logs the KL only when beta > 0 (evidence the issue asks for)
-# One decision per game: the partner (seat 0) says which item it values most, the learner (seat 1)
+# One decision per game: the partner speaks first and says which item it values most, the learner
 # must then propose (the reply starts as `[propose] (`: it only writes the counts), and the partner
 # accepts or refuses; `max_turns` leaves room for nothing else. The multi-turn version (6 turns, the
 # learner in both seats, messages first) took 145-160 s a step and ~2 h for 40 steps (2026-11-27)
 # while only its last proposal could change the outcome against this partner.
+SEATING = ("partner", "learner")  # the agent in each seat (Player_1, Player_2)
+LEARNER_SEAT = SEATING.index("learner")
 GAME = {"objective": "self", "untagged_as_message": True, "prefill_proposals": True, "propose_after": 1,
         "reveal_proposals": True, "remind_pool": True, "max_turns": 3,
-        "first_player": "Player_1"}
-LEARNER_SEAT = 1  # after the partner's message
+        "first_player": PLAYERS[SEATING.index("partner")]}
 
 
 def _experiment(size: dict[str, Any], split: str, n: int, learner: str) -> dict[str, Any]:
@@ -54,7 +56,7 @@ def _experiment(size: dict[str, Any], split: str, n: int, learner: str) -> dict[
             "agents": {"learner": {"role": "negotiator", "model": learner,
                                    "sampling": {"temperature": 1.0, "max_new_tokens": size["tokens"]}},
                        "partner": {"role": "negotiator", "model": "fair-negotiator"}},
-            "tournament": {"type": "custom", "matchups": [["partner", "learner"]]}, "run": {"seed": 0, "max_live": MAX_LIVE}}
+            "tournament": {"type": "custom", "matchups": [list(SEATING)]}, "run": {"seed": 0, "max_live": MAX_LIVE}}
 
 def evaluate(ctx: Context, model: str, name: str, size: dict[str, Any]) -> tuple[dict, dict, Played]:
     played = ctx.play(_experiment(size, "test", size["heldout"], model), name)
