@@ -24,7 +24,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sparring.games.negotiation.state import PLAYERS
 from sparring.train.learning.context import Context, Played
 from sparring.train.learning.registry import experiment
 from sparring.train.learning.results import Experiment, Stage, mean, paired, rate
@@ -47,7 +46,7 @@ SEATING = ("partner", "learner")  # the agent in each seat (Player_1, Player_2)
 LEARNER_SEAT = SEATING.index("learner")
 GAME = {"objective": "self", "untagged_as_message": True, "prefill_proposals": True, "propose_after": 1,
         "reveal_proposals": True, "remind_pool": True, "max_turns": 3,
-        "first_player": PLAYERS[SEATING.index("partner")]}
+        "first_player": f"Player_{SEATING.index('partner') + 1}"}  # DoND's seat names (config, not import: layers)
 
 
 def _experiment(size: dict[str, Any], split: str, n: int, learner: str) -> dict[str, Any]:
