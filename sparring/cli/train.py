@@ -29,27 +29,30 @@ DryRun = typer.Option(False, "--dry-run", help="Validate the config, data, model
                       "print the plan; load no weights.")
 Restart = typer.Option(False, "--restart", help="Start over although OUT holds a run made with other settings "
                        "(its files are moved to OUT/discarded/).")
+ReportTo = typer.Option(None, "--report-to", help="Experiment tracker (repeatable): tensorboard, wandb, trackio, "
+                        "mlflow, ... as transformers supports; overrides the config's report_to.")
 EXIT_INCOMPLETE = 3
 
 
 def _settings(method: str, config: Path | None, model: str | None, adapter: str | None, max_steps: int | None,
-              max_minutes: float | None = None):
+              max_minutes: float | None = None, report_to: list[str] | None = None):
     from sparring.config_io import load_yaml_model, validate
     from sparring.train.config import TrainSettings
 
     base = load_yaml_model(TrainSettings, config) if config else TrainSettings()
     updates = {"method": method, **{k: v for k, v in (("model", model), ("adapter", adapter),
-                                                      ("max_steps", max_steps), ("max_minutes", max_minutes))
+                                                      ("max_steps", max_steps), ("max_minutes", max_minutes),
+                                                      ("report_to", report_to))
                                     if v is not None}}
     return validate(TrainSettings, {**base.model_dump(), **updates}, file=str(config) if config else None)
 
 
 # Settings that may change between a run and its resumption (they do not change what is trained).
-RESUMABLE = ("max_minutes", "logging_steps", "save_steps", "save_total_limit")
+RESUMABLE = ("max_minutes", "logging_steps", "save_steps", "save_total_limit", "report_to", "run_name")
 
 
 def _train(method: str, data: Path, output: Path, config, model, adapter, max_steps, max_minutes=None,
-           dry_run: bool = False, restart: bool = False) -> None:
+           dry_run: bool = False, restart: bool = False, report_to: list[str] | None = None) -> None:
     from rich.console import Console
 
     from sparring.train import distributed
@@ -57,7 +60,7 @@ def _train(method: str, data: Path, output: Path, config, model, adapter, max_st
     from sparring.train.trainers import read_rows
 
     console = Console(soft_wrap=True, quiet=not distributed.is_main())  # one summary under accelerate
-    settings = _settings(method, config, model, adapter, max_steps, max_minutes)
+    settings = _settings(method, config, model, adapter, max_steps, max_minutes, report_to)
     snapshot = {k: v for k, v in settings.model_dump(mode="json").items() if k not in RESUMABLE}
     snapshot["data"] = {"path": str(Path(data).resolve()), "rows": fingerprint(read_rows(data))}
     state = OutputState(Path(output), snapshot, f"{method} run", "--restart")
@@ -93,33 +96,34 @@ def _train(method: str, data: Path, output: Path, config, model, adapter, max_st
 def sft(data: Path = typer.Argument(..., help="train.jsonl/.parquet or its directory (sparring export sft)"),
         output: Path = Out, config: Path | None = Settings, model: str | None = Model, adapter: str | None = Adapter,
         max_steps: int | None = Steps, max_minutes: float | None = Minutes, dry_run: bool = DryRun,
-        restart: bool = Restart) -> None:
+        restart: bool = Restart, report_to: list[str] | None = ReportTo) -> None:
     """Supervised fine-tuning (assistant-only loss), LoRA by default."""
-    _train("sft", data, output, config, model, adapter, max_steps, max_minutes, dry_run, restart)
+    _train("sft", data, output, config, model, adapter, max_steps, max_minutes, dry_run, restart, report_to)
 
 
 @app.command("dpo")
 def dpo(data: Path = typer.Argument(..., help="train.jsonl/.parquet or its directory (sparring export dpo)"),
         output: Path = Out, config: Path | None = Settings, model: str | None = Model, adapter: str | None = Adapter,
         max_steps: int | None = Steps, max_minutes: float | None = Minutes, dry_run: bool = DryRun,
-        restart: bool = Restart) -> None:
+        restart: bool = Restart, report_to: list[str] | None = ReportTo) -> None:
     """DPO (TRL loss types, or the soft-preference loss with `dpo: {soft: true}`)."""
-    _train("dpo", data, output, config, model, adapter, max_steps, max_minutes, dry_run, restart)
+    _train("dpo", data, output, config, model, adapter, max_steps, max_minutes, dry_run, restart, report_to)
 
 
 @app.command("kto")
 def kto(data: Path = typer.Argument(..., help="train.jsonl/.parquet or its directory (sparring export kto)"),
         output: Path = Out, config: Path | None = Settings, model: str | None = Model, adapter: str | None = Adapter,
         max_steps: int | None = Steps, max_minutes: float | None = Minutes, dry_run: bool = DryRun,
-        restart: bool = Restart) -> None:
+        restart: bool = Restart, report_to: list[str] | None = ReportTo) -> None:
     """KTO on desirable / undesirable replies."""
-    _train("kto", data, output, config, model, adapter, max_steps, max_minutes, dry_run, restart)
+    _train("kto", data, output, config, model, adapter, max_steps, max_minutes, dry_run, restart, report_to)
 
 
 @app.command("loop")
 def loop(configuration: str = typer.Argument(..., help="Loop config name (configs/train/NAME.yaml) or path."),
          dry_run: bool = DryRun, max_minutes: float | None = Minutes,
-         restart_from: str | None = typer.Option(None, "--restart-from", metavar="STAGE", help=RESTART_HELP)) -> None:
+         restart_from: str | None = typer.Option(None, "--restart-from", metavar="STAGE", help=RESTART_HELP),
+         report_to: list[str] | None = ReportTo) -> None:
     """Iterative DPO or self-play SFT: self-play, rows, training, ALIAS@k, evaluation; resumable stage by
     stage. --max-minutes bounds each training stage."""
     from rich.console import Console
@@ -130,8 +134,9 @@ def loop(configuration: str = typer.Argument(..., help="Loop config name (config
 
     console = Console(soft_wrap=True, quiet=not distributed.is_main())
     config, file = load_loop(configuration)
-    if max_minutes is not None:
-        config = config.model_copy(update={"train": config.train.model_copy(update={"max_minutes": max_minutes})})
+    train_updates = {k: v for k, v in (("max_minutes", max_minutes), ("report_to", report_to)) if v is not None}
+    if train_updates:
+        config = config.model_copy(update={"train": config.train.model_copy(update=train_updates)})
     if dry_run:
         from sparring.train.dry_run import loop_plan, print_loop_plan
 
@@ -152,7 +157,8 @@ def loop(configuration: str = typer.Argument(..., help="Loop config name (config
 
 @app.command("grpo")
 def grpo(configuration: str = typer.Argument(..., help="GRPO config name (configs/train/NAME.yaml) or path."),
-         dry_run: bool = DryRun, max_minutes: float | None = Minutes, restart: bool = Restart) -> None:
+         dry_run: bool = DryRun, max_minutes: float | None = Minutes, restart: bool = Restart,
+         report_to: list[str] | None = ReportTo) -> None:
     """Online GRPO: the learner plays whole games through the engine; the outcome is the reward."""
     from rich.console import Console
 
@@ -162,8 +168,9 @@ def grpo(configuration: str = typer.Argument(..., help="GRPO config name (config
 
     console = Console(soft_wrap=True, quiet=not distributed.is_main())
     config, file = load_grpo(configuration)
-    if max_minutes is not None:
-        config = config.model_copy(update={"max_minutes": max_minutes})
+    updates = {k: v for k, v in (("max_minutes", max_minutes), ("report_to", report_to)) if v is not None}
+    if updates:
+        config = config.model_copy(update=updates)
     if dry_run:
         from sparring.train.dry_run import grpo_plan, print_grpo_plan
 
@@ -201,15 +208,18 @@ def _script(prog: str, help_text: str, grpo_script: bool = False) -> None:
         @app.command(help=help_text)
         def run_grpo_script(positional: str | None = ConfigArg, configuration: str | None = Configuration,
                             dry_run: bool = DryRun, max_minutes: float | None = Minutes,
-                            restart: bool = Restart) -> None:
-            grpo(name(configuration, positional), dry_run=dry_run, max_minutes=max_minutes, restart=restart)
+                            restart: bool = Restart, report_to: list[str] | None = ReportTo) -> None:
+            grpo(name(configuration, positional), dry_run=dry_run, max_minutes=max_minutes, restart=restart,
+                 report_to=report_to)
     else:
         @app.command(help=help_text)
         def run_loop_script(positional: str | None = ConfigArg, configuration: str | None = Configuration,
                             dry_run: bool = DryRun, max_minutes: float | None = Minutes,
                             restart_from: str | None = typer.Option(None, "--restart-from", metavar="STAGE",
-                                                                    help=RESTART_HELP)) -> None:
-            loop(name(configuration, positional), dry_run=dry_run, max_minutes=max_minutes, restart_from=restart_from)
+                                                                    help=RESTART_HELP),
+                            report_to: list[str] | None = ReportTo) -> None:
+            loop(name(configuration, positional), dry_run=dry_run, max_minutes=max_minutes, restart_from=restart_from,
+                 report_to=report_to)
 
     run_guarded(lambda: app(prog_name=prog, standalone_mode=True))
 

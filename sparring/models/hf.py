@@ -41,7 +41,9 @@ class HFModel(Model):
     can_score = True
 
     class Args(Model.Args):
-        model: str = Field(description="hub id (already cached), local dir, or bundled:smollm2-135m")
+        model: str = Field(description="Hugging Face id (downloaded and cached on first use), local dir, "
+                                       "or bundled:smollm2-135m")
+        revision: str | None = Field(None, description="hub branch, tag or commit hash to pin (default: main)")
         tokenizer: str | None = Field(None, description="tokenizer source if not the model's")
         gguf_file: str | None = Field(None, description="GGUF file inside `model` (de-quantised on load)")
         adapters: dict[str, str] = Field(default_factory=dict, description="name -> PEFT LoRA adapter dir")
@@ -231,12 +233,12 @@ class HFModel(Model):
 
     def prompt_text(self, messages: Sequence[Message], assistant_prefix: str = "") -> str:
         """The chat-templated prompt with the generation prompt and the assistant's prefix."""
-        try:
-            text = self.tokenizer.apply_chat_template(
-                [m.model_dump() for m in messages], chat_template=self.template, tokenize=False,
-                add_generation_prompt=True)
-        except Exception as exc:  # jinja errors, e.g. a template that rejects system messages
-            raise BackendError(f"model {self.name}: chat template failed: {exc}") from None
+        from sparring.models.chat import ChatTemplateError, render
+
+        try:  # the rendering training uses too (templates without a system role included)
+            text = render(self.tokenizer, self.template, messages, add_generation_prompt=True)
+        except ChatTemplateError as exc:
+            raise BackendError(f"model {self.name}: {exc}") from None
         return text + assistant_prefix
 
     def prompt_ids(self, messages: Sequence[Message], assistant_prefix: str = "", max_new_tokens: int = 1) -> list[int]:

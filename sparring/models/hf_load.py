@@ -1,7 +1,8 @@
 """Loading for the `hf` backend: where the weights are, which device/dtype, quantization, LoRA.
 
-Loading never touches the network: HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE are set while loading and
-`local_files_only=True` is passed, so a hub id works only if it is already in the local HF cache.
+A hub id is downloaded on first use into the standard Hugging Face cache and read from there
+afterwards; `HF_HUB_OFFLINE=1` or `SPARRING_OFFLINE=1` keep loading offline (`hub.py`). The
+bundled model and model directories never touch the network.
 """
 
 from __future__ import annotations
@@ -13,13 +14,8 @@ from typing import Any
 import torch
 
 from sparring.errors import ConfigError
-from sparring.models.bundled import offline_hf, resolve_bundled
-
-# Used only when a tokenizer has no chat template (base models): plain "role: content" turns.
-PLAIN_CHAT_TEMPLATE = (
-    "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n\n{% endfor %}"
-    "{% if add_generation_prompt %}assistant: {% endif %}"
-)
+from sparring.models.chat import PLAIN_CHAT_TEMPLATE
+from sparring.models.hub import load_kwargs, resolve_source
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -42,28 +38,6 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
     if dtype == "auto":
         return torch.bfloat16 if device.type == "cuda" else torch.float32
     return _DTYPES[dtype]
-
-
-def resolve_source(name: str, key: str, filename: str | None = None) -> str:
-    """A local directory for `bundled:<name>`, an existing path, or a hub id found in the local cache
-    (`filename` is the file that must be cached: a GGUF file, else config/tokenizer config)."""
-    bundled = resolve_bundled(name)
-    if bundled is not None:
-        return str(bundled)
-    path = Path(name).expanduser()
-    if path.exists():
-        return str(path)
-    if name.startswith((".", "/", "~")) or name.count("/") > 1:
-        raise ConfigError(f"model directory {name!r} does not exist", key=key)
-    from huggingface_hub import try_to_load_from_cache
-
-    wanted = [filename] if filename else ["config.json", "tokenizer_config.json"]
-    if not any(isinstance(try_to_load_from_cache(name, f), str) for f in wanted):
-        raise ConfigError(
-            f"{name!r} is neither a local directory nor in the local Hugging Face cache; sparring never "
-            f"downloads weights at run time: run `huggingface-cli download {name}` first, or give a path",
-            key=key)
-    return name
 
 
 def quantization_config(kind: str | None, device: torch.device, dtype: torch.dtype):
@@ -90,12 +64,17 @@ def load_tokenizer(args: Any):
     from transformers import AutoTokenizer
 
     gguf = args.gguf_file if not args.tokenizer else None
-    source = resolve_source(args.tokenizer or args.model, "tokenizer" if args.tokenizer else "model", gguf)
-    kwargs: dict[str, Any] = {"trust_remote_code": args.trust_remote_code, "local_files_only": True}
+    revision = None if args.tokenizer else args.revision
+    source = resolve_source(args.tokenizer or args.model, "tokenizer" if args.tokenizer else "model",
+                            gguf or "tokenizer_config.json", revision)
+    kwargs: dict[str, Any] = {"trust_remote_code": args.trust_remote_code, **load_kwargs(source, revision)}
     if gguf:
         kwargs["gguf_file"] = gguf
-    with offline_hf():
+    try:
         return AutoTokenizer.from_pretrained(source, **kwargs)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot load the tokenizer of {args.tokenizer or args.model!r}: {exc}",
+                          key="tokenizer" if args.tokenizer else "model") from None
 
 
 def load_model(args: Any, device: torch.device, dtype: torch.dtype):
@@ -103,18 +82,17 @@ def load_model(args: Any, device: torch.device, dtype: torch.dtype):
     from transformers import AutoModelForCausalLM
 
     quant = quantization_config(args.quantization, device, dtype)
-    source = resolve_source(args.model, "model", args.gguf_file)
+    source = resolve_source(args.model, "model", args.gguf_file, args.revision)
     kwargs: dict[str, Any] = {"dtype": dtype, "trust_remote_code": args.trust_remote_code,
-                              "local_files_only": True}
+                              **load_kwargs(source, args.revision)}
     if args.gguf_file:
         kwargs["gguf_file"] = args.gguf_file
     if quant is not None:
         kwargs.update(quantization_config=quant, device_map={"": device.index or 0})
-    with offline_hf():
-        try:
-            model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"cannot load model {args.model!r}: {exc}", key="model") from None
+    try:
+        model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot load model {args.model!r}: {exc}", key="model") from None
     if quant is None:
         model.to(device)  # type: ignore[arg-type]  # transformers' stub types `to` narrowly
     return model.eval()
@@ -129,13 +107,12 @@ def attach_adapters(model, adapters: dict[str, str]):
     for name, path in adapters.items():
         if not (Path(path).expanduser() / "adapter_config.json").is_file():
             raise ConfigError(f"adapter directory {path!r} has no adapter_config.json", key=f"adapters.{name}")
-    with offline_hf():
-        for name, path in adapters.items():
-            path = str(Path(path).expanduser())
-            if isinstance(model, PeftModel):
-                model.load_adapter(path, adapter_name=name, is_trainable=False)
-            else:
-                model = PeftModel.from_pretrained(model, path, adapter_name=name, is_trainable=False)
+    for name, path in adapters.items():
+        path = str(Path(path).expanduser())
+        if isinstance(model, PeftModel):
+            model.load_adapter(path, adapter_name=name, is_trainable=False)
+        else:
+            model = PeftModel.from_pretrained(model, path, adapter_name=name, is_trainable=False)
     return model.eval()
 
 

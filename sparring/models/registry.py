@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from sparring.config_io import format_validation_error, read_yaml, validate
 from sparring.errors import ConfigError, UnknownNameError
 from sparring.models.base import BACKENDS, Model
-from sparring.models.spec import ModelSpec
+from sparring.models.spec import ModelMetadata, ModelSpec
 from sparring.types import Sampling, Strict
 
 ENV_VAR = "SPARRING_MODELS"
@@ -124,13 +124,27 @@ def _check_names(specs: Mapping[str, ModelSpec]) -> None:
             owner[alias] = spec
 
 
+def hub_spec(name: str) -> ModelSpec:
+    """The spec a bare Hugging Face id stands for: the `hf` backend on that model, defaults for
+    everything else (a models file entry gives it a revision, sampling defaults, adapters)."""
+    return ModelSpec(name=name, backend="hf", args={"model": name},
+                     metadata=ModelMetadata(description=f"Hugging Face model {name} (not in a models file)"))
+
+
 def resolve_name(name: str, specs: Mapping[str, ModelSpec]) -> str:
-    """Canonical model name for a name or alias; UnknownNameError lists the closest names."""
+    """Canonical model name for a name or alias; UnknownNameError lists the closest names. A name
+    that is no entry but a Hugging Face id (`owner/name`) is added to `specs` as `hub_spec(name)`,
+    so `model: Qwen/Qwen2.5-0.5B-Instruct` works wherever a model name does."""
+    from sparring.models.hub import is_hub_id
+
     if name in specs:
         return name
     for spec_name, spec in specs.items():
         if name in spec.aliases:
             return spec_name
+    if isinstance(specs, dict) and is_hub_id(name):
+        specs[name] = hub_spec(name)
+        return name
     known = list(specs) + [a for s in specs.values() for a in s.aliases]
     raise UnknownNameError("model", name, known)
 

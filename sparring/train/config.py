@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from sparring.types import Strict
 
@@ -16,6 +16,10 @@ class LoraSettings(Strict):
     alpha: int = Field(16, ge=1)
     dropout: float = Field(0.05, ge=0.0, lt=1.0)
     target_modules: list[str] | Literal["all-linear"] = "all-linear"
+    bias: Literal["none", "all", "lora_only"] = Field("none", description="which biases train (PEFT `bias`)")
+    modules_to_save: list[str] | None = Field(
+        None, description="modules trained in full and saved with the adapter (e.g. [lm_head, embed_tokens] "
+                          "after adding tokens)")
 
 
 class DPOSettings(Strict):
@@ -45,7 +49,33 @@ class KTOSettings(Strict):
     undesirable_weight: float = Field(1.0, gt=0.0)
 
 
-class TrainSettings(Strict):
+class TuningSettings(Strict):
+    """What researchers tune in every trainer (SFT, DPO, KTO, GRPO): optimizer, schedule, clipping,
+    trackers, and the escape hatch to the installed TRL config (`arguments.py` resolves them)."""
+
+    optim: str = Field("adamw_torch", description="optimizer (transformers' `optim`: adamw_torch, "
+                       "adamw_torch_fused, paged_adamw_8bit, adamw_bnb_8bit, adafactor, sgd, ...)")
+    weight_decay: float = Field(0.0, ge=0.0)
+    lr_scheduler_type: str = Field("linear", description="linear, cosine, constant, constant_with_warmup, ...")
+    warmup_steps: float = Field(0, ge=0, description="warm-up: optimizer steps, or a fraction of the run if < 1")
+    max_grad_norm: float = Field(1.0, ge=0.0, description="gradient clipping (0: none)")
+    report_to: list[str] = Field(default_factory=list, description="experiment trackers: tensorboard, wandb, "
+                                 "trackio, mlflow, ... (any transformers supports and is installed; none by default)")
+    run_name: str | None = Field(None, description="the tracker's run name (default: the output directory's name)")
+    trainer_args: dict[str, Any] = Field(
+        default_factory=dict, description="any other field of the installed TRL config (SFTConfig, DPOConfig, "
+                                          "KTOConfig, GRPOConfig), passed as it is; an unknown field is an error")
+
+    @field_validator("report_to", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        """`report_to: tensorboard` and `report_to: none` read as transformers reads them."""
+        if value is None or value == "none":
+            return []
+        return [value] if isinstance(value, str) else value
+
+
+class TrainSettings(TuningSettings):
     """One training run. `model`: a model name from the models registry (an `hf` spec, e.g. the
     bundled `smollm2-135m`) or a model directory. `adapter`: continue training this LoRA adapter
     (its previous weights are also the DPO reference)."""
@@ -54,7 +84,8 @@ class TrainSettings(Strict):
     model: str = "smollm2-135m"
     adapter: str | None = None
     lora: LoraSettings | None = Field(default_factory=LoraSettings)
-    quantization: Literal["4bit"] | None = Field(None, description="QLoRA: 4-bit base weights (CUDA only)")
+    quantization: Literal["4bit", "8bit"] | None = Field(
+        None, description="base weights in 4 bits (QLoRA, NF4) or 8 bits through bitsandbytes (CUDA only)")
     learning_rate: float = Field(2e-4, gt=0.0, description="LoRA default, measured: held-out loss fell 4x more "
                                  "in 4 steps than at 5e-5 (benchmarks/bench_lora_defaults.py)")
     epochs: float = Field(1.0, gt=0.0)

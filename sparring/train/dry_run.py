@@ -34,6 +34,31 @@ def check_base(model: str) -> None:
     base_spec(model)
 
 
+def tuning_plan(settings: Any, method: str) -> dict[str, Any]:
+    """The trainer settings a run will use, resolved and checked (optimizer, schedule, trackers,
+    LoRA, the escape hatch), as `--dry-run` prints them."""
+    from sparring.train.arguments import check_settings, warmup_arg
+
+    soft = method == "dpo" and settings.dpo.soft if isinstance(settings, TrainSettings) else False
+    check_settings(settings, method, soft)
+    lora = getattr(settings, "lora", None)
+    plan: dict[str, Any] = {
+        "optim": settings.optim, "weight_decay": settings.weight_decay, "lr_scheduler_type": settings.lr_scheduler_type,
+        **warmup_arg(settings.warmup_steps), "max_grad_norm": settings.max_grad_norm,
+        "report_to": ", ".join(settings.report_to) or "none",
+        "lora": (f"r={lora.r} alpha={lora.alpha} dropout={lora.dropout} bias={lora.bias} target={lora.target_modules}"
+                 + (f" modules_to_save={lora.modules_to_save}" if lora.modules_to_save else "")) if lora
+        else "none (full fine-tuning, or the given adapter is trained further)",
+        "quantization": getattr(settings, "quantization", None) or "none"}
+    if settings.trainer_args:
+        plan["trainer_args"] = settings.trainer_args
+    return plan
+
+
+def print_tuning(console: Console, plan: dict[str, Any]) -> None:
+    console.print("trainer settings: " + "; ".join(f"{k} {v}" for k, v in plan.items()), markup=False)
+
+
 def steps_for(rows: int | None, settings: TrainSettings) -> str:
     """Optimizer steps of a run over `rows` rows (None: not known before playing)."""
     if settings.max_steps > 0:
@@ -101,7 +126,8 @@ def loop_plan(config: Any, file: str) -> dict[str, Any]:
     plan.update(play=play, evaluation=evaluation, rows=rows_text,
                 steps=("<= " + steps_for(rows_bound, t)) if rows_bound else steps_for(None, t),
                 train=(f"{t.model}, lr {t.learning_rate:g}, " + (f"LoRA r={t.lora.r}" if t.lora else "full fine-tuning")
-                       + f", batch {t.batch_size} x {t.gradient_accumulation}, max_length {t.max_length}"))
+                       + f", batch {t.batch_size} x {t.gradient_accumulation}, max_length {t.max_length}"),
+                tuning=tuning_plan(t.model_copy(update={"method": config.method}), config.method))
     return plan
 
 
@@ -128,6 +154,7 @@ def print_loop_plan(console: Console, plan: dict[str, Any]) -> None:
     table.add_row("evaluate", f"{ev['schedule']['episodes']} game(s) on {ev['instances']} held-out instance(s) "
                   f"({ev['dataset']}); {', '.join(ev['schedule']['matchups'])} (last iteration)")
     console.print(table)
+    print_tuning(console, plan["tuning"])
 
 
 def grpo_plan(config: Any, file: str) -> dict[str, Any]:
@@ -161,7 +188,7 @@ def grpo_plan(config: Any, file: str) -> dict[str, Any]:
     return {"name": config.name, "file": file, "game": config.experiment.get("game"), "instances": instances,
             "prompts": instances * len(config.seats), "steps": config.max_steps, "games_per_step": per_step,
             "games": per_step * config.max_steps, "model": config.model, "learning_rate": config.learning_rate,
-            "adapter": config.adapter}
+            "adapter": config.adapter, "tuning": tuning_plan(config, "grpo")}
 
 
 def print_grpo_plan(console: Console, plan: dict[str, Any]) -> None:
@@ -171,6 +198,7 @@ def print_grpo_plan(console: Console, plan: dict[str, Any]) -> None:
     console.print(f"{plan['prompts']} prompt(s) ({plan['instances']} training instance(s) x seats); "
                   f"{plan['steps']} step(s) x {plan['games_per_step']} game(s) = {plan['games']} game(s); "
                   f"lr {plan['learning_rate']:g}; nothing loaded")
+    print_tuning(console, plan["tuning"])
 
 
 ROW_COLUMNS = {"sft": ("messages",), "dpo": ("prompt", "chosen", "rejected"), "kto": ("prompt", "completion", "label")}
@@ -193,10 +221,12 @@ def train_plan(data: Any, settings: TrainSettings) -> dict[str, Any]:
 
         check_adapter(settings.adapter, settings.model)
     return {"method": settings.method, "rows": len(rows), "steps": steps_for(len(rows), settings),
-            "model": settings.model, "learning_rate": settings.learning_rate, "max_length": settings.max_length}
+            "model": settings.model, "learning_rate": settings.learning_rate, "max_length": settings.max_length,
+            "tuning": tuning_plan(settings, settings.method)}
 
 
 def print_train_plan(console: Console, plan: dict[str, Any]) -> None:
     console.print(f"[bold]{plan['method'].upper()}[/bold] on {plan['rows']} row(s) (before dropping rows longer "
                   f"than {plan['max_length']} tokens): {plan['steps']} step(s); model {plan['model']}, "
                   f"lr {plan['learning_rate']:g}; nothing loaded")
+    print_tuning(console, plan["tuning"])

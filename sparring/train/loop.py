@@ -64,7 +64,21 @@ class Loop:
         it[stage] = distributed.stage(lambda: fn(k), all_ranks=stage == "train", what=f"iteration {k}: {stage}")
         it["done"].append(stage)
         self._save()
+        if stage == STAGES[-1] and distributed.is_main():
+            self._track(k)
         return it[stage]
+
+    def _track(self, k: int) -> None:
+        """Iteration k's held-out and training numbers to the trackers of `train.report_to`
+        (step = iteration), beside the trainers' own curves."""
+        from sparring.train.loop_report import iteration_metrics
+        from sparring.train.tracking import MetricLog
+
+        log = MetricLog(self.config.train.report_to, self.dir, self.config.train.run_name or self.config.name)
+        try:
+            log.log(iteration_metrics(self._it(k)), step=k)
+        finally:
+            log.close()
 
     def stage(self, k: int, stage: str) -> Any:
         """Run one stage of iteration k (once: a finished stage returns its recorded result), for
@@ -172,7 +186,8 @@ class Loop:
         from sparring.train.trainers import read_rows, train
 
         settings = self.config.train.model_copy(update={"method": self.config.method,
-                                                        "adapter": self._adapter(k - 1)})
+                                                        "adapter": self._adapter(k - 1),
+                                                        "run_name": self._run_name(f"iter-{k}")})
         rows: Any = self._it(k)["export"]["path"]
         if self.config.method == "sft" and self.config.export.cumulative:
             rows = [r for j in range(1, k + 1) for r in read_rows(self._it(j)["export"]["path"])]
@@ -216,11 +231,16 @@ class Loop:
         rows = human_sft_rows(w.human, w.file, split=w.split, limit=w.limit)
         if not rows:
             raise SparringError(f"warm_start: no human games could be replayed from {w.file}")
-        settings = self.config.train.model_copy(update={"method": "sft", "adapter": None})
+        settings = self.config.train.model_copy(update={"method": "sft", "adapter": None,
+                                                        "run_name": self._run_name("warm")})
         result = train_sft(rows, settings, self.dir / "warm" / "adapter")
         self._stopped(result, "warm start")
         return {"adapter": str(result.adapter.resolve()), "rows": result.rows, "steps": result.steps,
                 "loss": result.loss}
+
+    def _run_name(self, stage: str) -> str:
+        """A training stage's tracker run: the loop's name (or `train.run_name`) and the stage."""
+        return f"{self.config.train.run_name or self.config.name}-{stage}"
 
     def _stopped(self, result: Any, stage: str) -> None:
         """A training stage cut by `train.max_minutes` is not done: stop the loop; the rerun resumes

@@ -173,3 +173,22 @@ def _plot(out_dir: Path, xs: list[int], vs_base: list[float], vs_prev: list[floa
     path = out_dir / "win_rate.png"
     fig.savefig(path, dpi=100, bbox_inches="tight")
     return path
+
+
+def iteration_metrics(it: dict[str, Any]) -> dict[str, float]:
+    """One iteration's numbers for an experiment tracker: held-out win rates, judge accuracy and
+    the game's metrics per matchup, the training loss and the preference metrics."""
+    out: dict[str, Any] = {}
+    ev, tr, ex = it.get("evaluate") or {}, it.get("train") or {}, it.get("export") or {}
+    for other, block in (ev.get("vs") or {}).items():
+        out[f"heldout/win_rate_vs_{other}"] = block.get("win_rate")
+    if ev.get("judge_accuracy"):
+        out["heldout/judge_accuracy"] = ev["judge_accuracy"].get("accuracy")
+    for matchup, group in (ev.get("games") or {}).items():
+        for name, value in (group.get("metrics") or {}).items():
+            out[f"heldout/{matchup}/{name}"] = value.get("value")
+    out["train/loss"], out["train/steps"], out["train/rows"] = tr.get("loss"), tr.get("steps"), ex.get("rows")
+    for name, value in (tr.get("metrics") or {}).items():
+        out[f"train/{name}"] = value
+    return {k.replace(" ", "_"): float(v) for k, v in out.items()
+            if isinstance(v, int | float) and not isinstance(v, bool)}

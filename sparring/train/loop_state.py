@@ -31,7 +31,7 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
     "register": ("alias", "models_file", "train.model"),
     "evaluate": ("evaluation", "selfplay", "policy_agent", "alias", "models_file", "method", "warm_start"),
 }
-RESUMABLE_TRAIN_KEYS = ("max_minutes", "logging_steps", "save_steps", "save_total_limit")
+RESUMABLE_TRAIN_KEYS = ("max_minutes", "logging_steps", "save_steps", "save_total_limit", "report_to", "run_name")
 RESTART_HELP = ("Discard this stage and every later one (outputs are moved to discarded/), then run: "
                 "'warm', 'K' (iteration K from its play stage) or 'K:STAGE' (STAGE: play, export, train, "
                 "register, evaluate).")

@@ -11,8 +11,7 @@ def merge_adapter(adapter: str | Path, out: str | Path, base: str | None = None)
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from sparring.models.bundled import offline_hf
-    from sparring.train.policy import resolve_base
+    from sparring.train.policy import base_kwargs, resolve_base
 
     adapter, out = Path(adapter), Path(out)
     if base is None:
@@ -22,11 +21,10 @@ def merge_adapter(adapter: str | Path, out: str | Path, base: str | None = None)
 
         raise SparringError(f"{adapter}: the adapter does not name its base model; pass --base")
     source = resolve_base(base)
-    with offline_hf():
-        model = AutoModelForCausalLM.from_pretrained(source, local_files_only=True)
-        tokenizer = AutoTokenizer.from_pretrained(adapter if (adapter / "tokenizer_config.json").is_file() else source,
-                                                  local_files_only=True)
-        merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
+    model = AutoModelForCausalLM.from_pretrained(source, **base_kwargs(base))
+    own = (adapter / "tokenizer_config.json").is_file()
+    tokenizer = AutoTokenizer.from_pretrained(adapter if own else source, **({} if own else base_kwargs(base)))
+    merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
     out.mkdir(parents=True, exist_ok=True)
     merged.save_pretrained(str(out), safe_serialization=True)
     tokenizer.save_pretrained(str(out))

@@ -14,8 +14,8 @@ from sparring.train.config import TrainSettings
 
 
 def base_spec(model: str) -> Any:
-    """The registry's `hf` spec of a base model name (None for a model directory); a clear
-    ConfigError for an unknown name or another backend. Reads no weights."""
+    """The registry's `hf` spec of a base model name or Hugging Face id (None for a model
+    directory); a clear ConfigError for an unknown name or another backend. Reads no weights."""
     from sparring.models.registry import load_model_specs, resolve_name
 
     if Path(model).expanduser().is_dir():
@@ -24,22 +24,53 @@ def base_spec(model: str) -> Any:
     try:
         spec = specs[resolve_name(model, specs)]
     except KeyError:
-        raise ConfigError(f"unknown model {model!r}: give a model name from `sparring models list` or a "
-                          "model directory", key="model") from None
+        raise ConfigError(f"unknown model {model!r}: give a model name from `sparring models list`, a Hugging "
+                          "Face id (owner/name) or a model directory", key="model") from None
     if spec.backend != "hf":
         raise ConfigError(f"model {model!r} uses the {spec.backend!r} backend; training needs a local `hf` model",
                           key="model")
     return spec
 
 
-def resolve_base(model: str) -> str:
-    """A local directory for a model name (an `hf` spec of the registry) or a path."""
-    from sparring.models import hf_load
-
+def base_args(model: str) -> dict[str, Any]:
+    """The `hf` arguments of a base model (`{"model": path}` for a directory)."""
     spec = base_spec(model)
-    if spec is None:
-        return str(Path(model).expanduser())
-    return hf_load.resolve_source(str(spec.args["model"]), "model")
+    return {"model": str(Path(model).expanduser())} if spec is None else dict(spec.args)
+
+
+def resolve_base(model: str, filename: str | None = None) -> str:
+    """What `from_pretrained` loads for a model name, Hugging Face id or path: a local directory
+    or a hub id whose repository was checked (downloading `filename`, default config.json)."""
+    from sparring.models.hub import resolve_source
+
+    args = base_args(model)
+    return resolve_source(str(args["model"]), "model", filename, args.get("revision"))
+
+
+def base_kwargs(model: str) -> dict[str, Any]:
+    """`from_pretrained` keywords of a base model: revision and offline switch for hub ids,
+    `trust_remote_code` as its spec says."""
+    from sparring.models.hub import load_kwargs
+
+    args = base_args(model)
+    return {**load_kwargs(resolve_base(model), args.get("revision")),
+            "trust_remote_code": bool(args.get("trust_remote_code", False))}
+
+
+def load_tokenizer(model: str) -> Any:
+    """The base model's tokenizer with the chat template the `hf` backend plays with (the spec's
+    `chat_template`, the tokenizer's own, or the plain one for base models), so a model is
+    trained on exactly the text it is prompted with."""
+    from transformers import AutoTokenizer
+
+    from sparring.models.hf_load import chat_template
+
+    source = resolve_base(model, "tokenizer_config.json")
+    tokenizer = AutoTokenizer.from_pretrained(source, **base_kwargs(model))
+    tokenizer.chat_template = chat_template(tokenizer, base_args(model).get("chat_template"))
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
 
 
 def use_cuda() -> bool:
@@ -52,31 +83,30 @@ def load_policy(settings: TrainSettings, trainable: bool = True) -> tuple[Any, A
     """(model, tokenizer): the base, with `settings.adapter` loaded when given (trainable, so that
     its previous weights become the DPO reference), ready for a TRL trainer."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from sparring.models.bundled import offline_hf
+    from transformers import AutoModelForCausalLM
 
     source = resolve_base(settings.model)
-    kwargs: dict[str, Any] = {"local_files_only": True}
+    kwargs: dict[str, Any] = base_kwargs(settings.model)
     if use_cuda():
         kwargs["dtype"] = torch.bfloat16
-        if settings.quantization == "4bit":
+        if settings.quantization:
+            from accelerate import PartialState
             from transformers import BitsAndBytesConfig
 
-            kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
-                                                               bnb_4bit_compute_dtype=torch.bfloat16)
-            # 4-bit weights cannot be moved after loading: each process loads onto its own GPU
-            from accelerate import PartialState
-
+            kwargs["quantization_config"] = (
+                BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16)
+                if settings.quantization == "4bit" else BitsAndBytesConfig(load_in_8bit=True))
+            # quantized weights cannot be moved after loading: each process loads onto its own GPU
             kwargs["device_map"] = {"": PartialState().local_process_index}
     elif settings.quantization:
-        raise ConfigError("quantization (QLoRA) needs a CUDA GPU; remove it to train in full precision on CPU",
-                          key="quantization")
-    with offline_hf():
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
+        raise ConfigError(f"quantization {settings.quantization!r} (bitsandbytes) needs a CUDA GPU; remove it to "
+                          "train in full precision on CPU", key="quantization")
+    tokenizer = load_tokenizer(settings.model)
+    try:
         model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot load model {settings.model!r}: {str(exc).splitlines()[0][:300]}",
+                          key="model") from None
     if settings.adapter:
         from peft import PeftModel
 
@@ -117,20 +147,31 @@ def check_adapter(adapter: str, model: str) -> None:
         raise ConfigError(f"{config_file}: peft_type {config.get('peft_type')!r}; only LoRA adapters can be "
                           "trained further", key="adapter")
     recorded = config.get("base_model_name_or_path")
-    theirs = _shape(Path(str(recorded)).expanduser()) if recorded else None
-    ours = _shape(Path(resolve_base(model)))
+    theirs = _shape(str(recorded)) if recorded else None
+    ours = _shape(resolve_base(model))
     if theirs and ours and theirs != ours:
         diff = ", ".join(f"{k} {theirs.get(k)} vs {ours.get(k)}" for k in SHAPE_KEYS if theirs.get(k) != ours.get(k))
         raise ConfigError(f"adapter {adapter!r} is a LoRA of {recorded!r}, not of the base model {model!r} "
                           f"({diff}); train it on this base, or set `model` to its base", key="adapter")
 
 
-def _shape(directory: Path) -> dict[str, Any] | None:
-    """The shape-defining keys of a model directory's config.json (None: no readable config)."""
+def _shape(source: str) -> dict[str, Any] | None:
+    """The shape-defining keys of a model directory's (or a cached hub model's) config.json
+    (None: no readable config here)."""
     import json
 
+    path = Path(source).expanduser() / "config.json"
+    if not path.is_file():
+        from huggingface_hub import try_to_load_from_cache
+
+        from sparring.models.hub import is_hub_id
+
+        cached = try_to_load_from_cache(source, "config.json") if is_hub_id(source) else None
+        if not isinstance(cached, str):
+            return None
+        path = Path(cached)
     try:
-        config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+        config = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return {k: config.get(k) for k in SHAPE_KEYS}
@@ -144,7 +185,7 @@ def lora_config(settings: TrainSettings) -> Any:
 
     lo = settings.lora
     return LoraConfig(r=lo.r, lora_alpha=lo.alpha, lora_dropout=lo.dropout, target_modules=lo.target_modules,
-                      task_type="CAUSAL_LM")
+                      bias=lo.bias, modules_to_save=lo.modules_to_save, task_type="CAUSAL_LM")
 
 
 def with_new_adapter(model: Any, config: Any) -> Any:

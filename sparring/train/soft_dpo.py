@@ -55,17 +55,15 @@ def target_entropy(preference: torch.Tensor) -> torch.Tensor:
 
 
 def tokenize_pair(tokenizer: Any, row: dict[str, Any]) -> dict[str, Any]:
-    """Token ids of a conversational preference row: the prompt as the chat template renders it
-    with the assistant turn opened, then each reply's own tokens (what the model would generate)."""
-    prompt_text = tokenizer.apply_chat_template(row["prompt"], tokenize=False, add_generation_prompt=True)
-    out: dict[str, Any] = {"prompt_ids": tokenizer(prompt_text, add_special_tokens=False)["input_ids"],
-                           "preference": float(row.get("preference", 1.0))}
+    """Token ids of a conversational preference row, by the masks every trainer uses
+    (`masks.pair_ids`): the prompt as the chat template renders it with the assistant turn opened,
+    then each reply's own tokens and its end-of-turn token (what the model would generate)."""
+    from sparring.train.masks import pair_ids
+
+    out: dict[str, Any] = {"preference": float(row.get("preference", 1.0))}
     for side in ("chosen", "rejected"):
-        full = tokenizer.apply_chat_template(row["prompt"] + row[side], tokenize=False)
-        if not full.startswith(prompt_text):
-            raise SparringError(f"the chat template does not render the {side} reply after the prompt "
-                                "(it rewrites earlier turns); cannot train on this row")
-        out[f"{side}_ids"] = tokenizer(full[len(prompt_text):], add_special_tokens=False)["input_ids"]
+        out["prompt_ids"], out[f"{side}_ids"] = pair_ids(tokenizer, row["prompt"], row[side],
+                                                         tokenizer.chat_template)
     return out
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from sparring.errors import SparringError
-from sparring.train.checkpoints import TimeLimit, checkpoint_args, checkpoint_step, last_checkpoint
+from sparring.train.arguments import check_settings, checkpointing, training_args
+from sparring.train.checkpoints import TimeLimit, checkpoint_step, last_checkpoint
 from sparring.train.config import TrainSettings
 from sparring.train.distributed import save_trained, shared_dataset
 from sparring.train.policy import load_policy, lora_config, use_cuda, with_new_adapter
@@ -57,37 +58,6 @@ def read_rows(source: str | Path | Rows) -> Rows:
             except ValueError as e:
                 raise SparringError(f"{path}:{n}: not a JSON row ({e})") from None
     return rows
-
-
-def _common(settings: TrainSettings, out: Path, max_length: bool = True) -> dict[str, Any]:
-    cuda = use_cuda()
-    extra = {"max_length": settings.max_length} if max_length else {}
-    return {**extra, "output_dir": str(out / "trainer"), "per_device_train_batch_size": settings.batch_size,
-            "gradient_accumulation_steps": settings.gradient_accumulation, "learning_rate": settings.learning_rate,
-            "num_train_epochs": settings.epochs, "max_steps": settings.max_steps,
-            "logging_steps": settings.logging_steps, **checkpoint_args(settings.save_steps, settings.save_total_limit),
-            "report_to": [],
-            "seed": settings.seed, "bf16": cuda, "use_cpu": not cuda,
-            **checkpointing_arg(checkpointing(settings)), "disable_tqdm": False}
-
-
-def checkpointing_arg(on: bool) -> dict[str, Any]:
-    """The training-arguments keyword for activation checkpointing: transformers >= 5.24 names it
-    `activation_checkpointing` (`gradient_checkpointing` is its deprecated alias, and TRL's configs
-    default the alias to True), older versions only know `gradient_checkpointing`."""
-    import dataclasses
-
-    from transformers import TrainingArguments
-
-    names = {f.name for f in dataclasses.fields(TrainingArguments)}
-    return {"activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing": on}
-
-
-def checkpointing(settings: TrainSettings) -> bool:
-    """Activation checkpointing unless set: on for preference pairs (DPO, KTO), off for SFT."""
-    if settings.gradient_checkpointing is not None:
-        return settings.gradient_checkpointing
-    return settings.method != "sft"
 
 
 def _length(tokenizer: Any, messages: list[dict[str, str]]) -> int:
@@ -136,28 +106,102 @@ def _finish(trainer: Any, model: Any, tokenizer: Any, out: Path, rows: int, drop
 def train_sft(source: str | Path | Rows, settings: TrainSettings, out: str | Path,
               model_and_tokenizer: tuple[Any, Any] | None = None, callbacks: list[Any] | None = None) -> TrainResult:
     """Supervised fine-tuning on the assistant turns of `messages` rows, or on the completions of
-    conversational `prompt`/`completion` rows."""
+    conversational `prompt`/`completion` rows. With `assistant_only_loss` (the default) sparring
+    computes which tokens are the replies for the model's own chat template (`masks.py`) and hands
+    TRL token ids with that mask; otherwise TRL renders the rows (loss on every token of a
+    `messages` row, on the completion of a prompt/completion row)."""
     from trl import SFTConfig, SFTTrainer
 
-    from sparring.train.chat_templates import apply_generation_markers
-
     out = Path(out)
+    check_settings(settings)
     model, tokenizer = model_and_tokenizer or load_policy(settings)
-    if settings.assistant_only_loss:
-        apply_generation_markers(tokenizer)
     rows = read_rows(source)
-    # `messages` rows train every assistant turn (assistant-only loss); prompt/completion rows (the
-    # exporter's format when earlier turns are context) train the completion only
+    # `messages` rows train every assistant turn; prompt/completion rows (the exporter's format when
+    # earlier turns are context) train the completion only
     columns = ("messages",) if not rows or "messages" in rows[0] else ("prompt", "completion")
-    rows, dropped = _fit(rows, tokenizer, settings.max_length, ("messages",) if columns == ("messages",)
-                         else ("completion",))
-    if not rows:
+    if settings.assistant_only_loss:
+        examples = [sft_example(tokenizer, row) for row in rows]
+        kept = [e for e in examples if len(e["input_ids"]) <= settings.max_length]
+        dropped = len(examples) - len(kept)
+        train_dataset = _dataset(kept, ("input_ids", "assistant_masks"))
+    else:
+        rows, dropped = _fit(rows, tokenizer, settings.max_length, ("messages",) if columns == ("messages",)
+                             else ("completion",))
+        kept = rows
+        train_dataset = _dataset(rows, columns)
+    if not kept:
         raise SparringError(f"no SFT rows fit max_length={settings.max_length} tokens ({dropped} too long)")
-    config = SFTConfig(**_common(settings, out), assistant_only_loss=settings.assistant_only_loss
-                       and columns == ("messages",))
-    trainer = SFTTrainer(model=model, args=config, train_dataset=_dataset(rows, columns),
+    config = SFTConfig(**training_args(settings, out, "sft"))
+    trainer = SFTTrainer(model=model, args=config, train_dataset=train_dataset,
                          processing_class=tokenizer, peft_config=lora_config(settings), callbacks=callbacks)
-    return _finish(trainer, model, tokenizer, out, len(rows), dropped, settings)
+    return _finish(trainer, model, tokenizer, out, len(kept), dropped, settings)
+
+
+def sft_example(tokenizer: Any, row: dict[str, Any]) -> dict[str, list[int]]:
+    """A row as token ids and the mask of its trained assistant turns: every assistant turn of a
+    `messages` row; the completion's of a prompt/completion row (the prompt's are context)."""
+    from sparring.train.masks import mask_chat
+
+    if "messages" in row:
+        chat = mask_chat(tokenizer, row["messages"], template=tokenizer.chat_template)
+    else:
+        messages = list(row["prompt"]) + list(row["completion"])
+        trained = [len(row["prompt"]) + i for i, m in enumerate(row["completion"]) if m["role"] == "assistant"]
+        chat = mask_chat(tokenizer, messages, trained=trained, template=tokenizer.chat_template)
+    return {"input_ids": chat.input_ids, "assistant_masks": chat.assistant_masks}
+
+
+def preference_tokens(tokenizer: Any, rows: Rows, sides: tuple[str, ...]) -> tuple[Rows, list[dict[str, list[int]]]]:
+    """Each row with its prompt in the form the chat template renders (system text merged for a
+    template without a system role), and its token ids by sparring's masks: `prompt_ids` and one
+    `<side>_ids` per side (the reply and its end-of-turn token, nothing else)."""
+    from sparring.models.chat import normalize
+    from sparring.train.masks import pair_ids
+
+    template = tokenizer.chat_template
+    out_rows, tokens = [], []
+    for row in rows:
+        prompt = normalize(tokenizer, template, list(row["prompt"]) + list(row[sides[0]]))[:-1]
+        ids: dict[str, list[int]] = {}
+        for side in sides:
+            prompt_ids, ids[f"{side}_ids"] = pair_ids(tokenizer, prompt, row[side], template)
+            ids["prompt_ids"] = prompt_ids
+        out_rows.append({**row, "prompt": prompt})
+        tokens.append(ids)
+    return out_rows, tokens
+
+
+def _fit_tokens(rows: Rows, tokens: list[dict[str, list[int]]], max_length: int,
+                sides: tuple[str, ...]) -> tuple[Rows, list[dict[str, list[int]]], int]:
+    keep = [n for n, t in enumerate(tokens)
+            if max(len(t["prompt_ids"]) + len(t[f"{s}_ids"]) for s in sides) <= max_length]
+    return [rows[n] for n in keep], [tokens[n] for n in keep], len(rows) - len(keep)
+
+
+def use_our_tokens(trainer: Any, tokens: list[dict[str, list[int]]]) -> None:
+    """Replace the token ids TRL computed for each row with sparring's (same rows, same order), so
+    TRL's DPO/KTO train exactly the masks SFT uses. TRL's KTO pairs each row with another row's
+    completion for its KL term (`KL_completion_ids`): those are mapped to that row's ids too.
+    Columns this TRL version does not have are left to it."""
+    dataset = trainer.train_dataset
+    columns = set(dataset.column_names)
+    names = [c for c in tokens[0] if c in columns] if tokens else []
+    if not names:
+        return
+    if len(dataset) != len(tokens):
+        raise SparringError(f"TRL kept {len(dataset)} of {len(tokens)} rows; cannot align sparring's token ids")
+    kl = "KL_completion_ids" in columns and "completion_ids" in names
+    theirs = {tuple(r): n for n, r in enumerate(dataset["completion_ids"])} if kl else {}
+
+    def swap(example: dict[str, Any], index: int) -> dict[str, Any]:
+        new = {c: tokens[index][c] for c in names}
+        if kl:
+            other = theirs.get(tuple(example["KL_completion_ids"]))
+            new["KL_completion_ids"] = tokens[other]["completion_ids"] if other is not None \
+                else example["KL_completion_ids"]
+        return new
+
+    trainer.train_dataset = dataset.map(swap, with_indices=True)
 
 
 def train_dpo(source: str | Path | Rows, settings: TrainSettings, out: str | Path,
@@ -169,8 +213,10 @@ def train_dpo(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
     from sparring.train.soft_dpo import SoftPreferenceDPOTrainer
 
     out = Path(out)
+    check_settings(settings)
     model, tokenizer = model_and_tokenizer or load_policy(settings)
-    rows, dropped = _fit(read_rows(source), tokenizer, settings.max_length, ("chosen", "rejected"))
+    rows, tokens = preference_tokens(tokenizer, read_rows(source), ("chosen", "rejected"))
+    rows, tokens, dropped = _fit_tokens(rows, tokens, settings.max_length, ("chosen", "rejected"))
     if not rows:
         raise SparringError(f"no DPO pairs fit max_length={settings.max_length} tokens ({dropped} too long)")
     d = settings.dpo
@@ -182,7 +228,7 @@ def train_dpo(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
     if d.soft:
         from transformers import TrainingArguments
 
-        args = TrainingArguments(**_common(settings, out, max_length=False), remove_unused_columns=False)
+        args = TrainingArguments(**training_args(settings, out, max_length=False), remove_unused_columns=False)
         from transformers import set_seed
 
         set_seed(settings.seed)  # the new adapter's initial weights do not depend on what ran before
@@ -193,9 +239,10 @@ def train_dpo(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
             model=policy, args=args, beta=d.beta, sft_weight=d.sft_weight,
             train_dataset=dataset("prompt", "chosen", "rejected", "preference"), **kwargs)
     else:
-        config = DPOConfig(**_common(settings, out), beta=d.beta, loss_type=d.loss_type)
+        config = DPOConfig(**training_args(settings, out), beta=d.beta, loss_type=d.loss_type)
         trainer = DPOTrainer(model=model, args=config, train_dataset=dataset("prompt", "chosen", "rejected"),
                              peft_config=lora_config(settings), **kwargs)
+        use_our_tokens(trainer, tokens)
     # TRL's losses train on hard labels (p = 1): their soft-target floor is 0
     return _finish(trainer, model, tokenizer, out, len(rows), dropped, settings,
                    None if d.soft else {"soft/floor": 0.0})
@@ -207,15 +254,18 @@ def train_kto(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
     from trl import KTOConfig, KTOTrainer
 
     out = Path(out)
+    check_settings(settings)
     model, tokenizer = model_and_tokenizer or load_policy(settings)
-    rows, dropped = _fit(read_rows(source), tokenizer, settings.max_length, ("completion",))
+    rows, tokens = preference_tokens(tokenizer, read_rows(source), ("completion",))
+    rows, tokens, dropped = _fit_tokens(rows, tokens, settings.max_length, ("completion",))
     if not rows or len({bool(r["label"]) for r in rows}) < 2:
         raise SparringError("KTO needs rows labelled both desirable and undesirable that fit max_length")
     k = settings.kto
-    config = KTOConfig(**_common(settings, out), beta=k.beta, desirable_weight=k.desirable_weight,
+    config = KTOConfig(**training_args(settings, out), beta=k.beta, desirable_weight=k.desirable_weight,
                        undesirable_weight=k.undesirable_weight)
     trainer = KTOTrainer(model=model, args=config, train_dataset=_dataset(rows, ("prompt", "completion", "label")),
                          processing_class=tokenizer, peft_config=lora_config(settings), callbacks=callbacks)
+    use_our_tokens(trainer, tokens)
     return _finish(trainer, model, tokenizer, out, len(rows), dropped, settings)
 
 

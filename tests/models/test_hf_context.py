@@ -62,7 +62,7 @@ def test_quantization_on_cpu_is_a_clear_error(tiny_model_dir):
     assert err.value.key == "quantization"
 
 
-def test_bad_arguments_are_rejected(tiny_model_dir, tmp_path):
+def test_bad_arguments_are_rejected(tiny_model_dir, tmp_path, monkeypatch):
     with pytest.raises(pydantic.ValidationError, match="max_batch_sise"):
         HFModel(model=str(tiny_model_dir), max_batch_sise=4)
     with pytest.raises(pydantic.ValidationError, match="reserved"):
@@ -72,8 +72,11 @@ def test_bad_arguments_are_rejected(tiny_model_dir, tmp_path):
     with pytest.raises(ConfigError, match="does not exist") as err:
         HFModel(model=str(tmp_path / "missing"))
     assert err.value.key == "model"
-    with pytest.raises(ConfigError, match="never downloads"):
+    monkeypatch.setenv("SPARRING_OFFLINE", "1")
+    with pytest.raises(ConfigError, match=r"'some-org/not-downloaded-model' is not in the local Hugging Face cache "
+                                          r"\(.*\) and sparring is offline \(SPARRING_OFFLINE=1\).*hf download"):
         HFModel(model="some-org/not-downloaded-model")
+    monkeypatch.delenv("SPARRING_OFFLINE")
     with pytest.raises(ConfigError, match="no adapter_config.json") as err:
         HFModel(model=str(tiny_model_dir), adapters={"a": str(tmp_path)})
     assert err.value.key == "adapters.a"

@@ -97,7 +97,7 @@ def test_cli_rerun_with_other_settings_exits_2_until_restart(tiny, tmp_path, cap
 
 
 def test_activation_checkpointing_default_is_off_for_sft_and_on_for_preference_pairs():
-    from sparring.train.trainers import checkpointing
+    from sparring.train.arguments import checkpointing
 
     assert checkpointing(TrainSettings(method="sft")) is False  # measured: 25% faster, +1.5 GB peak
     assert checkpointing(TrainSettings(method="dpo")) is True  # measured: 13.5 -> 8 GB peak
@@ -106,11 +106,11 @@ def test_activation_checkpointing_default_is_off_for_sft_and_on_for_preference_p
 
 
 def test_checkpoint_settings_reach_the_trainer_arguments(tmp_path):
-    from sparring.train.trainers import _common
+    from sparring.train.arguments import training_args
 
-    args = _common(TrainSettings(save_steps=5, save_total_limit=3), tmp_path)
+    args = training_args(TrainSettings(save_steps=5, save_total_limit=3), tmp_path)
     assert (args["save_strategy"], args["save_steps"], args["save_total_limit"]) == ("steps", 5, 3)
-    assert _common(TrainSettings(save_steps=0), tmp_path)["save_strategy"] == "no"
+    assert training_args(TrainSettings(save_steps=0), tmp_path)["save_strategy"] == "no"
 
 
 def test_lora_learning_rate_default_is_the_measured_one():

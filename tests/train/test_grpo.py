@@ -267,7 +267,7 @@ def test_grpo_steps_on_a_tiny_model_with_the_quickstart_game_settings(tmp_path, 
     import trl
 
     from sparring.train.grpo.trainer import run_grpo
-    from sparring.train.trainers import checkpointing_arg
+    from sparring.train.arguments import checkpointing_arg
 
     cfg = tiny_grpo(tmp_path, gradient_checkpointing=checkpointing)
     trainers = []

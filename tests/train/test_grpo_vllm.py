@@ -18,7 +18,6 @@ from fastapi import Request
 from sparring.engine.play import Arena
 from sparring.models.scripted import ScriptedModel
 from sparring.models.tiny import tiny_tokenizer
-from sparring.train.chat_templates import apply_generation_markers
 from sparring.train.grpo.config import GRPOConfig, VLLMSettings
 from sparring.train.grpo.rollout import EpisodeRollout, prompt_rows
 from sparring.train.grpo.vllm_rollout import ServedVLLM, trl_vllm_args, vllm_learner
@@ -122,7 +121,6 @@ def test_server_mode_trains_exactly_what_the_vllm_server_sampled(tmp_path, vllm_
     monkeypatch.setattr(trl_client, "is_vllm_available", lambda *a, **k: True)  # vLLM needs CUDA; the client does not
     client = trl_client.VLLMClient(base_url=vllm_server.url)
     tok = tiny_tokenizer()
-    apply_generation_markers(tok)
     trainer = SimpleNamespace(args=trl_args(tmp_path, VLLMSettings(mode="server", server_base_url=vllm_server.url)),
                               vllm_generation=SimpleNamespace(vllm_client=client))
     learner = vllm_learner(trainer, tok, "learner")

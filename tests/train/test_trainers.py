@@ -1,5 +1,5 @@
 """Trainers: the soft-preference loss against a hand computation; each trainer takes two steps on a
-tiny random model from exported rows; the patched chat template renders like the original."""
+tiny random model from exported rows."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import math
 import pytest
 import torch
 
-from sparring.train.chat_templates import patched_template
 from sparring.train.soft_dpo import soft_preference_loss
 
 
@@ -31,26 +30,6 @@ def test_soft_preference_loss_matches_a_hand_computation():
     assert got.tolist() == pytest.approx(want, rel=1e-6)
     hard = soft_preference_loss(policy_c, policy_r, ref_c, ref_r, len_c, len_r, torch.ones(2), beta)
     assert hard[0].item() == pytest.approx(-math.log(1 / (1 + math.exp(-beta * 0.75))))  # p = 1: plain DPO
-
-
-def test_the_patched_template_renders_exactly_like_the_original():
-    from sparring.models.tiny import tiny_tokenizer
-
-    tok = tiny_tokenizer()
-    original = tok.chat_template
-    patched = patched_template(original)
-    assert patched and "{% generation %}" in patched
-    conversations = [
-        [{"role": "system", "content": "Rules."}, {"role": "user", "content": "Hi"},
-         {"role": "assistant", "content": "[message] hello"}, {"role": "user", "content": "Your turn"}],
-        [{"role": "user", "content": "Speak."}, {"role": "assistant", "content": "I argue A.\nBecause."}],
-    ]
-    for conv in conversations:
-        for gen in (True, False):
-            tok.chat_template = original
-            want = tok.apply_chat_template(conv, tokenize=False, add_generation_prompt=gen)
-            tok.chat_template = patched
-            assert tok.apply_chat_template(conv, tokenize=False, add_generation_prompt=gen) == want
 
 
 @pytest.fixture(scope="module")
@@ -149,10 +128,10 @@ def test_training_arguments_are_built_without_deprecated_keywords(tmp_path, meth
     from trl import DPOConfig, SFTConfig
 
     from sparring.train.config import TrainSettings
-    from sparring.train.trainers import _common
+    from sparring.train.arguments import training_args
 
     settings = TrainSettings(model="unused", method=method)
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)
-        config = (SFTConfig if method == "sft" else DPOConfig)(**_common(settings, tmp_path))
+        config = (SFTConfig if method == "sft" else DPOConfig)(**training_args(settings, tmp_path))
     assert config.gradient_checkpointing is (method == "dpo")

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from sparring.train.config import LoraSettings
+from sparring.train.config import LoraSettings, TuningSettings
 from sparring.types import Strict
 
 
@@ -23,7 +23,7 @@ class VLLMSettings(Strict):
     enable_sleep_mode: bool = Field(False, description="colocate mode: free vLLM's memory during the optimizer step")
 
 
-class GRPOConfig(Strict):
+class GRPOConfig(TuningSettings):
     name: str = ""
     description: str = ""
     model: str = Field("smollm2-135m", description="the learner's base model (a models.yaml name or a directory)")

@@ -30,7 +30,7 @@ from sparring.train.grpo.vllm_rollout import trl_vllm_args
 
 # Keys that may change between a run and its resumption (`max_steps`: train on for longer).
 RESUMABLE = ("name", "description", "output_dir", "max_steps", "max_minutes", "logging_steps", "save_steps",
-             "save_total_limit")
+             "save_total_limit", "report_to", "run_name")
 
 
 def load_grpo(name_or_path: str) -> tuple[GRPOConfig, str]:
@@ -125,11 +125,13 @@ def _train(config: GRPOConfig, file: str, arena: Any, out: Path) -> Path:
         checkpoint_step,
         last_checkpoint,
     )
+    from sparring.train.arguments import check_settings, checkpointing_arg, tuning_args
     from sparring.train.config import TrainSettings
     from sparring.train.policy import load_policy, lora_config, use_cuda
-    from sparring.train.trainers import checkpointing_arg
+    from sparring.train.tracking import MetricLog
 
     temperature = learner_temperature(arena, config, file)  # before any weights are loaded
+    check_settings(config, "grpo")
     rows = prompt_rows(sorted(arena.instances), config.seats)
     if not rows:
         raise SparringError(f"{file}: the experiment's dataset has no instances")
@@ -159,21 +161,24 @@ def _train(config: GRPOConfig, file: str, arena: Any, out: Path) -> Path:
     args = TRLConfig(output_dir=str(out / "trainer"), per_device_train_batch_size=per_step // distributed.world_size(),
                      num_generations=rollout.slots, max_steps=config.max_steps, temperature=temperature,
                      learning_rate=config.learning_rate, beta=config.beta, logging_steps=config.logging_steps,
-                     **checkpoint_args(config.save_steps, config.save_total_limit), report_to=[], seed=config.seed,
+                     **checkpoint_args(config.save_steps, config.save_total_limit), seed=config.seed,
                      bf16=cuda, use_cpu=not cuda, **checkpointing_arg(config.gradient_checkpointing),
-                     **trl_vllm_args(config.vllm))
+                     **trl_vllm_args(config.vllm), **tuning_args(config, out, "grpo"))
     curve = out / "rewards.jsonl"
+    # the rollout's own numbers (zero-advantage share, trained tokens) beside TRL's reward curves
+    tracked = MetricLog(config.report_to if distributed.is_main() else [], out, config.run_name or config.name)
 
     class RewardLog(TrainerCallback):
         def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
             if logs and "reward" in logs and state.is_world_process_zero:
                 last = rollout.history[-1] if rollout.history else {}
+                point = {"step": state.global_step, "reward": logs["reward"], "reward_std": logs.get("reward_std"),
+                         "kl": logs.get("kl"), "zero_advantage_fraction": last.get("zero_advantage_fraction"),
+                         "trained_tokens": last.get("trained_tokens"), "dropped_calls": last.get("dropped_calls")}
                 with open(curve, "a", encoding="utf-8") as f:
-                    f.write(json.dumps({"step": state.global_step, "reward": logs["reward"],
-                                        "reward_std": logs.get("reward_std"), "kl": logs.get("kl"),
-                                        "zero_advantage_fraction": last.get("zero_advantage_fraction"),
-                                        "trained_tokens": last.get("trained_tokens"),
-                                        "dropped_calls": last.get("dropped_calls")}) + "\n")
+                    f.write(json.dumps(point) + "\n")
+                tracked.log({f"sparring/{k}": v for k, v in point.items() if k != "step" and v is not None},
+                            state.global_step)
 
     trainer = GRPOTrainer(model=model, reward_funcs=[episode_reward], args=args,  # type: ignore[list-item]
                           train_dataset=datasets.Dataset.from_list(rows), processing_class=tokenizer,
@@ -184,7 +189,10 @@ def _train(config: GRPOConfig, file: str, arena: Any, out: Path) -> Path:
         rollout.calls = checkpoint_step(resume)  # new seeds, not step 1's again
         if distributed.is_main():
             trim_logs(out, rollout.calls)
-    trainer.train(resume_from_checkpoint=resume)
+    try:
+        trainer.train(resume_from_checkpoint=resume)
+    finally:
+        tracked.close()
     distributed.save_trained(trainer, tokenizer, out / "adapter")
     report = distributed.on_main(lambda: grpo_report(out, config), "the GRPO report")
     if limit.stopped:

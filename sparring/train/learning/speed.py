@@ -49,11 +49,9 @@ def count_params(model_name: str) -> int:
     """Parameters of a base model (a registry name or a directory), read from its config only."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from sparring.models.bundled import offline_hf
-    from sparring.train.policy import resolve_base
+    from sparring.train.policy import base_kwargs, resolve_base
 
-    with offline_hf():
-        config = AutoConfig.from_pretrained(resolve_base(model_name), local_files_only=True)
+    config = AutoConfig.from_pretrained(resolve_base(model_name), **base_kwargs(model_name))
     import torch
 
     with torch.device("meta"):
@@ -63,13 +61,9 @@ def count_params(model_name: str) -> int:
 
 @functools.lru_cache(maxsize=4)
 def _tokenizer(model_name: str) -> Any:
-    from transformers import AutoTokenizer
+    from sparring.train.policy import load_tokenizer
 
-    from sparring.models.bundled import offline_hf
-    from sparring.train.policy import resolve_base
-
-    with offline_hf():
-        return AutoTokenizer.from_pretrained(resolve_base(model_name), local_files_only=True)
+    return load_tokenizer(model_name)
 
 
 def row_tokens(model_name: str, row: dict[str, Any]) -> int:
