@@ -35,10 +35,13 @@ def main() -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 unless every experiment ran and every "
                     "held-out set is non-empty and disjoint from its training set (CI)")
     ap.add_argument("--only", default=None, help=f"comma-separated experiments (default all: {','.join(ORDER)})")
+    ap.add_argument("--dond-data", default=None, help="the Deal or No Deal human dialogues (data.txt, or a folder "
+                    "holding it); default: $SPARRING_DATA_DIR or `sparring data fetch dond-dialogues`")
     args = ap.parse_args()
     only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
+    data = {"dond-dialogues": args.dond_data} if args.dond_data else None
     try:
-        paths = run_suite(args.suite, args.output, only)
+        paths = run_suite(args.suite, args.output, only, data=data)
     except SparringError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

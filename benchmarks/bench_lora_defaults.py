@@ -4,7 +4,7 @@
 1. Gradient checkpointing: median step time and peak RSS of SFT steps with it on and off (each in
    its own process, so peak RSS is that configuration's). It trades compute for activation memory.
 2. Learning rate: SFT of the bundled model on real human Deal or No Deal turns (the warm start's
-   rows, `/work/shared/data/dond/data.txt` or --data), the same rows and seed for each rate;
+   rows: --data, else $SPARRING_DATA_DIR or `sparring data fetch dond-dialogues`), the same rows and seed for each rate;
    the mean training loss of the first and of the last two steps, and the loss on held-out rows
    after training (base model's held-out loss printed first).
 
@@ -23,8 +23,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-DATA = "/work/shared/data/dond/data.txt"
 
 
 def dond_rows(path: str, n: int, offset: int = 0) -> list[dict]:
@@ -128,7 +126,7 @@ def run(args: argparse.Namespace, **kw) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2-135m", help="a models.yaml name, a directory, or 'tiny'")
-    ap.add_argument("--data", default=DATA)
+    ap.add_argument("--data", default=None, help="the Deal or No Deal human dialogues (data.txt or its folder)")
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--lr-steps", type=int, default=8)
     ap.add_argument("--batch-size", type=int, default=4)
@@ -139,6 +137,9 @@ def main() -> None:
     ap.add_argument("--only", choices=("gc", "lr"), help="run only one of the two measurements")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    from sparring.datafiles import resolve
+
+    args.data = str(resolve("dond-dialogues", args.data, "--data PATH"))
     if args.one:
         print(json.dumps(one(args)))
         return

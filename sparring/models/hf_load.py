@@ -16,6 +16,7 @@ import torch
 from sparring.errors import ConfigError
 from sparring.models.chat import PLAIN_CHAT_TEMPLATE
 from sparring.models.hub import load_kwargs, resolve_source
+
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 

@@ -79,8 +79,8 @@ def explain(exc: Exception, name: str, filename: str, revision: str | None) -> s
 def ensure_available(name: str, filename: str, revision: str | None, key: str) -> None:
     """Resolve one file of hub repository `name` (downloading it unless offline); ConfigError
     naming the model and the remedy when that is impossible."""
-    from huggingface_hub import hf_hub_download
     from huggingface_hub import errors as e
+    from huggingface_hub import hf_hub_download
 
     try:
         hf_hub_download(name, filename, revision=revision, local_files_only=offline())

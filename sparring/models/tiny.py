@@ -13,15 +13,14 @@ from pathlib import Path
 
 import torch
 
-from sparring.models.bundled import DEFAULT_BUNDLED, bundled_tokenizer_dir, offline_hf
+from sparring.models.bundled import DEFAULT_BUNDLED, bundled_tokenizer_dir
 
 
 @functools.lru_cache(maxsize=4)
 def _cached_tokenizer(path: str):
     from transformers import AutoTokenizer
 
-    with offline_hf():
-        return AutoTokenizer.from_pretrained(path, local_files_only=True)
+    return AutoTokenizer.from_pretrained(path)  # a local directory
 
 
 def tiny_tokenizer(bundled: str = DEFAULT_BUNDLED):

@@ -30,8 +30,6 @@ import torch
 import torch.nn.functional as F
 from transformers import Trainer
 
-from sparring.errors import SparringError
-
 METRIC_KEYS = ("rewards/chosen", "rewards/rejected", "rewards/margins", "rewards/accuracies",
                "soft/floor", "soft/loss_above_floor")
 

@@ -21,7 +21,7 @@ from sparring.train.arguments import check_settings, checkpointing, training_arg
 from sparring.train.checkpoints import TimeLimit, checkpoint_step, last_checkpoint
 from sparring.train.config import TrainSettings
 from sparring.train.distributed import save_trained, shared_dataset
-from sparring.train.policy import load_policy, lora_config, use_cuda, with_new_adapter
+from sparring.train.policy import load_policy, lora_config, with_new_adapter
 
 Rows = list[dict[str, Any]]
 

@@ -84,7 +84,7 @@ def test_bad_arguments_are_rejected(tiny_model_dir, tmp_path, monkeypatch):
         HFModel(model=str(tiny_model_dir), device="cuda")
 
 
-def test_loading_is_offline_and_restores_env(tiny_model_dir, monkeypatch):
+def test_loading_a_directory_leaves_the_environment_alone(tiny_model_dir, monkeypatch):
     import os
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)

@@ -266,8 +266,8 @@ def test_grpo_steps_on_a_tiny_model_with_the_quickstart_game_settings(tmp_path, 
     on or off as configured."""
     import trl
 
-    from sparring.train.grpo.trainer import run_grpo
     from sparring.train.arguments import checkpointing_arg
+    from sparring.train.grpo.trainer import run_grpo
 
     cfg = tiny_grpo(tmp_path, gradient_checkpointing=checkpointing)
     trainers = []

@@ -147,7 +147,7 @@ def test_the_loop_experiments_build_valid_loop_configs(tmp_path, size):
     assert d.method == "dpo" and d.selfplay["agents"]["judge"]["model"] == "quote-judge"
     assert d.warm_start is not None and d.warm_start.adapter == str(tmp_path / "warm")  # DPO starts from the SFT'd debater
     assert d.selfplay["dataset"]["split"] == "train" and d.evaluation.dataset["split"] == "test"
-    n = dond._loop_config(ctx, dond.SIZES[size], dond.DATA)
+    n = dond._loop_config(ctx, dond.SIZES[size], str(tmp_path / "data.txt"))
     assert n.method == "sft" and n.warm_start is not None
     assert n.selfplay["dataset"]["split"] == "train" and n.evaluation.dataset["split"] == "test"
 

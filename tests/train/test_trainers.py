@@ -127,8 +127,8 @@ def test_training_arguments_are_built_without_deprecated_keywords(tmp_path, meth
 
     from trl import DPOConfig, SFTConfig
 
-    from sparring.train.config import TrainSettings
     from sparring.train.arguments import training_args
+    from sparring.train.config import TrainSettings
 
     settings = TrainSettings(model="unused", method=method)
     with warnings.catch_warnings():

@@ -118,6 +118,7 @@ def _train(config: GRPOConfig, file: str, arena: Any, out: Path) -> Path:
     from trl import GRPOConfig as TRLConfig
     from trl import GRPOTrainer
 
+    from sparring.train.arguments import check_settings, checkpointing_arg, tuning_args
     from sparring.train.checkpoints import (
         TimeLimit,
         TrainingStopped,
@@ -125,7 +126,6 @@ def _train(config: GRPOConfig, file: str, arena: Any, out: Path) -> Path:
         checkpoint_step,
         last_checkpoint,
     )
-    from sparring.train.arguments import check_settings, checkpointing_arg, tuning_args
     from sparring.train.config import TrainSettings
     from sparring.train.policy import load_policy, lora_config, use_cuda
     from sparring.train.tracking import MetricLog

@@ -58,6 +58,7 @@ class Context:
     flops: float = 0.0           # this machine's fp32 matmul FLOP/s (the training ceiling)
     console: Any = None
     adapters: dict[str, str] = field(default_factory=dict)  # stage alias -> adapter dir
+    data: dict[str, str] = field(default_factory=dict)  # data file name (datafiles.CATALOG) -> path given
     on_progress: Any = None      # called with an unfinished Experiment after each stage
 
     def progress(self, exp: Any) -> None:

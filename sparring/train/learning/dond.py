@@ -12,13 +12,13 @@ against the base model.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from sparring.train.learning.context import Context, Played
 from sparring.train.learning.registry import experiment
 from sparring.train.learning.results import Experiment, Stage, mean, paired, rate
 
-DATA = "/work/shared/data/dond/data.txt"
 SIZES: dict[str, dict[str, Any]] = {
     "quick": {"warm": 4, "games": 4, "heldout": 4, "iterations": 2, "tokens": 16, "max_turns": 4, "max_steps": 1,
               "keep": "all", "aborted": True},  # a tiny random model aborts every game: a pipeline check
@@ -81,20 +81,24 @@ def evaluate(ctx: Context, model: str, name: str, size: dict[str, Any]) -> tuple
              "pareto_rate": rate(pareto)}, per, played)
 
 
+def dialogues(ctx: Context) -> Path:
+    """The Deal or No Deal human dialogues of the warm start (not shipped: `--dond-data`,
+    SPARRING_DATA_DIR or `sparring data fetch dond-dialogues`)."""
+    from sparring.datafiles import resolve
+
+    return resolve("dond-dialogues", ctx.data.get("dond-dialogues"), "--dond-data PATH")
+
+
 @experiment("dond-selfplay")
 def run(ctx: Context) -> Experiment:
-    from pathlib import Path
-
-    from sparring.errors import SparringError
     from sparring.train.export.human import human_sft_rows
     from sparring.train.learning.loops import run_iterations, speed, trained_tokens
     from sparring.train.loop import Loop
 
     size = SIZES[ctx.size]
-    if not Path(DATA).is_file():
-        raise SparringError(f"dond-selfplay needs the DoND human dialogues at {DATA}")
+    data = dialogues(ctx)
     start = time.perf_counter()
-    loop = Loop(_loop_config(ctx, size, DATA), "<learning suite>", console=ctx.console)
+    loop = Loop(_loop_config(ctx, size, str(data)), "<learning suite>", console=ctx.console)
     t = time.perf_counter()
     loop.start()
     warm_s = time.perf_counter() - t

@@ -39,7 +39,10 @@ def quick_model(out: Path) -> str:
     return str(path)
 
 
-def run_suite(suite: str, out: Path, only: list[str] | None = None, console: Any = None) -> dict[str, Path]:
+def run_suite(suite: str, out: Path, only: list[str] | None = None, console: Any = None,
+              data: dict[str, str] | None = None) -> dict[str, Path]:
+    """Run the experiments (`only`: some of them) into `out`. `data`: paths of the data files
+    that are not shipped (`datafiles.CATALOG` name -> path, e.g. the DoND dialogues)."""
     from rich.console import Console
 
     from sparring.train.learning.report import previous_experiments, write_suite
@@ -56,7 +59,7 @@ def run_suite(suite: str, out: Path, only: list[str] | None = None, console: Any
     out.mkdir(parents=True, exist_ok=True)
     model = quick_model(out) if suite == "quick" else "smollm2-135m"
     ctx = Context(out=out, size=suite, model=model, label="tiny" if suite == "quick" else "smollm2-135m",
-                  flops=matmul_flops(), console=console)
+                  flops=matmul_flops(), console=console, data=dict(data or {}))
     ctx.load_adapters()  # a rerun (`--only`) keeps the adapters earlier experiments registered
     ctx.write_models()
     done: list[Experiment] = []
