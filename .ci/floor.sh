@@ -30,4 +30,5 @@ print("== floor versions:", ", ".join(f"{p} {m.version(p)}" for p in ("torch", "
 PY
 echo "== training tests at the lower bounds"
 pytest tests/train/test_trainers.py tests/train/test_soft_dpo.py tests/train/test_trl_contract.py \
-  tests/train/test_grpo.py tests/train/test_grpo_vllm.py -m "not bundled" -q -p no:cacheprovider
+  tests/train/test_grpo.py tests/train/test_grpo_vllm.py tests/train/test_masks.py tests/train/test_trainer_settings.py \
+  -m "not bundled" -q -p no:cacheprovider

@@ -59,9 +59,9 @@ def check_trainer_args(extra: dict[str, Any], cls: type, key: str = "trainer_arg
         if k not in names:
             from sparring.errors import closest
 
-            hint = closest(k, sorted(names))
+            hints = closest(k, sorted(names))
             raise ConfigError(f"{k!r} is not a field of the installed {cls.__name__}"
-                              f"{f' (did you mean {hint!r}?)' if hint else ''}", key=f"{key}.{k}")
+                              f"{f' (did you mean {hints[0]!r}?)' if hints else ''}", key=f"{key}.{k}")
     return dict(extra)
 
 

@@ -276,6 +276,7 @@ def load_dond_dialogues(path: str | Path, *, split: Split | None = None, limit: 
 class DialogueArgs(SourceArgs):
     """Arguments of the `dond_dialogues` instance source (scenarios of human games)."""
 
-    path: str = Field(description="an upstream data.txt or train/val/test.txt file")
+    path: str | None = Field(None, description="an upstream data.txt or train/val/test.txt file (default: data.txt "
+                                               "from $SPARRING_DATA_DIR or `sparring data fetch dond-dialogues`)")
     only_complete: bool = False
     id_prefix: str = "dond-human"

@@ -148,6 +148,7 @@ class SourceArgs(Strict):
 class SelfplayArgs(SourceArgs):
     """Arguments of the `dond_selfplay` instance source."""
 
-    path: str = Field(description="an upstream selfplay.txt file")
+    path: str | None = Field(None, description="an upstream selfplay.txt file (default: $SPARRING_DATA_DIR or "
+                                               "`sparring data fetch dond-contexts`)")
     dedupe: bool = Field(False, description="one game per unordered scenario")
     id_prefix: str = "selfplay"

@@ -2,6 +2,7 @@
 
 Experiment YAML names a source and its args, e.g.
     dataset: {name: dond_selfplay, split: test, limit: 200, args: {path: data/selfplay.txt}}
+(`path` left out: `selfplay.txt` from $SPARRING_DATA_DIR or `sparring data fetch dond-contexts`.)
 Adding a source is one function plus `@register_source("name", args=ArgsModel)`.
 """
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sparring.config_io import validate
+from sparring.datafiles import resolve
 from sparring.games.negotiation.dialogues import DialogueArgs, load_dond_dialogues
 from sparring.games.negotiation.generator import GeneratorArgs, generate_instances
 from sparring.games.negotiation.instance import DondInstance
@@ -72,14 +74,16 @@ def _generated(a: GeneratorArgs) -> list[DondInstance]:
 @register_source("dond_selfplay", args=SelfplayArgs)
 def _selfplay(a: SelfplayArgs) -> list[DondInstance]:
     """Scenarios of an upstream selfplay.txt file (lines 2i, 2i+1 = game i)."""
-    return load_selfplay_contexts(a.path, split=a.split, limit=a.limit, shuffle=a.shuffle, seed=a.seed,
+    path = resolve("dond-contexts", a.path, "dataset.args.path")
+    return load_selfplay_contexts(path, split=a.split, limit=a.limit, shuffle=a.shuffle, seed=a.seed,
                                   dedupe=a.dedupe, fractions={str(k): v for k, v in a.fractions.items()}, id_prefix=a.id_prefix)
 
 
 @register_source("dond_dialogues", args=DialogueArgs)
 def _dialogues(a: DialogueArgs) -> list[DondInstance]:
     """Scenarios of human dialogues (data.txt / val / test), first speaker = Player_1."""
-    return [t.instance for t in load_dond_dialogues(a.path, split=a.split, limit=a.limit, shuffle=a.shuffle,
+    path = resolve("dond-dialogues", a.path, "dataset.args.path")
+    return [t.instance for t in load_dond_dialogues(path, split=a.split, limit=a.limit, shuffle=a.shuffle,
                                                     seed=a.seed, only_complete=a.only_complete,
                                                     fractions={str(k): v for k, v in a.fractions.items()},
                                                     id_prefix=a.id_prefix)]

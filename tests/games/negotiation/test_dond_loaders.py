@@ -7,7 +7,7 @@ import random
 import pytest
 from dond_helpers import data_file, make_seats
 
-from sparring.errors import ConfigError
+from sparring.errors import ConfigError, SparringError
 from sparring.gameapi.game import Action
 from sparring.games.negotiation.dialogues import load_dond_dialogues
 from sparring.games.negotiation.game import PLAYERS, DealOrNoDealGame, DondConfig
@@ -201,7 +201,7 @@ def test_real_val_txt():
 
 
 # -- source registry ----------------------------------------------------------------------------
-def test_sources_registry_and_strict_args(tmp_path):
+def test_sources_registry_and_strict_args(tmp_path, monkeypatch):
     assert {"dond_generated", "dond_selfplay", "dond_dialogues"} <= set(NEGOTIATION_SOURCES.names())
     gen = load_instances("dond_generated", {"n": 10, "seed": 2})
     assert gen == generate_instances(10, seed=2)
@@ -212,8 +212,14 @@ def test_sources_registry_and_strict_args(tmp_path):
     assert len(got) == 1 and isinstance(got[0], DondInstance)
     with pytest.raises(ConfigError, match="dataset.args.pth: unknown key"):
         load_instances("dond_selfplay", {"pth": "x"})
-    with pytest.raises(ConfigError, match="dataset.args.path: required"):
+    monkeypatch.setenv("SPARRING_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("SPARRING_DATA_DIR", raising=False)
+    with pytest.raises(SparringError, match="give dataset.args.path, or set SPARRING_DATA_DIR.*sparring data fetch "
+                                            "dond-contexts"):
         load_instances("dond_selfplay", {})
+    monkeypatch.setenv("SPARRING_DATA_DIR", str(tmp_path))
+    (tmp_path / "selfplay.txt").write_text((tmp_path / "ctx.txt").read_text())
+    assert load_instances("dond_selfplay", {}, limit=1) == got  # found in SPARRING_DATA_DIR
     with pytest.raises(KeyError, match="dond_selfplay"):
         load_instances("dond_selfply", {})
 
