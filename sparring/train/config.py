@@ -82,6 +82,8 @@ class TrainSettings(TuningSettings):
 
     method: Literal["sft", "dpo", "kto"] = "sft"
     model: str = "smollm2-135m"
+    models_file: str | None = Field(None, description="a models file `model` is looked up in (with the shipped "
+                                    "one; default $SPARRING_MODELS); a loop passes its own")
     adapter: str | None = None
     lora: LoraSettings | None = Field(default_factory=LoraSettings)
     quantization: Literal["4bit", "8bit"] | None = Field(

@@ -26,12 +26,12 @@ from sparring.errors import SparringError
 from sparring.train.config import TrainSettings
 
 
-def check_base(model: str) -> None:
+def check_base(model: str, models_file: str | None = None) -> None:
     """The base model is a model directory or an `hf` spec of the registry (its files are not read:
     the bundled model is converted on first real use, not by a dry run)."""
     from sparring.train.policy import base_spec
 
-    base_spec(model)
+    base_spec(model, models_file)
 
 
 def tuning_plan(settings: Any, method: str) -> dict[str, Any]:
@@ -85,14 +85,14 @@ def loop_plan(config: Any, file: str) -> dict[str, Any]:
     loop = Loop(config, file)
     loop.tracker.check(persist=False)
     base = base_entry(config, file)
-    check_base(config.train.model)
+    check_base(config.train.model, config.train.models_file or config.models_file)
     plan: dict[str, Any] = {"name": config.name, "file": file, "method": config.method, "output_dir": str(loop.dir),
                             "iterations": config.iterations, "alias": config.alias,
                             "done": loop.tracker.started()}
     if config.warm_start and config.warm_start.adapter is not None:
         from sparring.train.policy import check_adapter
 
-        check_adapter(config.warm_start.adapter, config.train.model)
+        check_adapter(config.warm_start.adapter, config.train.model, config.train.models_file or config.models_file)
         plan["warm"] = {"adapter": config.warm_start.adapter, "rows": 0, "steps": 0}
     elif config.warm_start and config.warm_start.file is not None:
         from sparring.train.export.human import human_sft_rows
@@ -162,14 +162,14 @@ def grpo_plan(config: Any, file: str) -> dict[str, Any]:
     from sparring.engine.play import Arena
     from sparring.models.scripted import ScriptedModel
     from sparring.train.grpo.rollout import LEARNER
-    from sparring.train.grpo.trainer import check_config, state_for
+    from sparring.train.grpo.trainer import check_config, experiment_models_file, state_for
 
     check_config(config, file)
-    check_base(config.model)
+    check_base(config.model, experiment_models_file(config, file))
     if config.adapter:
         from sparring.train.policy import check_adapter
 
-        check_adapter(config.adapter, config.model)
+        check_adapter(config.adapter, config.model, experiment_models_file(config, file))
     state_for(config, file).check()
     base_dir = Path(file).parent if Path(file).is_file() else Path.cwd()
     arena = Arena.from_config({"name": config.name, **config.experiment}, models={LEARNER: ScriptedModel(LEARNER)},
@@ -215,11 +215,11 @@ def train_plan(data: Any, settings: TrainSettings) -> dict[str, Any]:
         if missing:
             raise SparringError(f"{data}: row {i + 1} has no {', '.join(missing)} (a {settings.method} row needs "
                                 f"{', '.join(need)}; export it with `sparring export {settings.method}`)")
-    check_base(settings.model)
+    check_base(settings.model, settings.models_file)
     if settings.adapter:
         from sparring.train.policy import check_adapter
 
-        check_adapter(settings.adapter, settings.model)
+        check_adapter(settings.adapter, settings.model, settings.models_file)
     return {"method": settings.method, "rows": len(rows), "steps": steps_for(len(rows), settings),
             "model": settings.model, "learning_rate": settings.learning_rate, "max_length": settings.max_length,
             "tuning": tuning_plan(settings, settings.method)}

@@ -187,7 +187,8 @@ class Loop:
 
         settings = self.config.train.model_copy(update={"method": self.config.method,
                                                         "adapter": self._adapter(k - 1),
-                                                        "run_name": self._run_name(f"iter-{k}")})
+                                                        "run_name": self._run_name(f"iter-{k}"),
+                                                        "models_file": self._models_file()})
         rows: Any = self._it(k)["export"]["path"]
         if self.config.method == "sft" and self.config.export.cumulative:
             rows = [r for j in range(1, k + 1) for r in read_rows(self._it(j)["export"]["path"])]
@@ -225,18 +226,23 @@ class Loop:
         w = self.config.warm_start
         assert w is not None
         if w.adapter is not None:  # trained elsewhere: ALIAS@0 is the base model with it
-            check_adapter(w.adapter, self.config.train.model)
+            check_adapter(w.adapter, self.config.train.model, self._models_file())
             return {"adapter": str(Path(w.adapter).expanduser().resolve()), "rows": 0, "steps": 0, "loss": None}
         assert w.file is not None
         rows = human_sft_rows(w.human, w.file, split=w.split, limit=w.limit)
         if not rows:
             raise SparringError(f"warm_start: no human games could be replayed from {w.file}")
         settings = self.config.train.model_copy(update={"method": "sft", "adapter": None,
-                                                        "run_name": self._run_name("warm")})
+                                                        "run_name": self._run_name("warm"),
+                                                        "models_file": self._models_file()})
         result = train_sft(rows, settings, self.dir / "warm" / "adapter")
         self._stopped(result, "warm start")
         return {"adapter": str(result.adapter.resolve()), "rows": result.rows, "steps": result.steps,
                 "loss": result.loss}
+
+    def _models_file(self) -> str | None:
+        """The models file `train.model` is looked up in: the loop's `models_file`, if any."""
+        return self.config.train.models_file or self.config.models_file
 
     def _run_name(self, stage: str) -> str:
         """A training stage's tracker run: the loop's name (or `train.run_name`) and the stage."""

@@ -13,14 +13,15 @@ from sparring.errors import ConfigError
 from sparring.train.config import TrainSettings
 
 
-def base_spec(model: str) -> Any:
+def base_spec(model: str, models_file: str | None = None) -> Any:
     """The registry's `hf` spec of a base model name or Hugging Face id (None for a model
-    directory); a clear ConfigError for an unknown name or another backend. Reads no weights."""
+    directory), looked up in the shipped models, `models_file` (else $SPARRING_MODELS); a clear
+    ConfigError for an unknown name or another backend. Reads no weights."""
     from sparring.models.registry import load_model_specs, resolve_name
 
     if Path(model).expanduser().is_dir():
         return None
-    specs = load_model_specs()
+    specs = load_model_specs(models_file)
     try:
         spec = specs[resolve_name(model, specs)]
     except KeyError:
@@ -32,32 +33,32 @@ def base_spec(model: str) -> Any:
     return spec
 
 
-def base_args(model: str) -> dict[str, Any]:
+def base_args(model: str, models_file: str | None = None) -> dict[str, Any]:
     """The `hf` arguments of a base model (`{"model": path}` for a directory)."""
-    spec = base_spec(model)
+    spec = base_spec(model, models_file)
     return {"model": str(Path(model).expanduser())} if spec is None else dict(spec.args)
 
 
-def resolve_base(model: str, filename: str | None = None) -> str:
+def resolve_base(model: str, filename: str | None = None, models_file: str | None = None) -> str:
     """What `from_pretrained` loads for a model name, Hugging Face id or path: a local directory
     or a hub id whose repository was checked (downloading `filename`, default config.json)."""
     from sparring.models.hub import resolve_source
 
-    args = base_args(model)
+    args = base_args(model, models_file)
     return resolve_source(str(args["model"]), "model", filename, args.get("revision"))
 
 
-def base_kwargs(model: str) -> dict[str, Any]:
+def base_kwargs(model: str, models_file: str | None = None) -> dict[str, Any]:
     """`from_pretrained` keywords of a base model: revision and offline switch for hub ids,
     `trust_remote_code` as its spec says."""
     from sparring.models.hub import load_kwargs
 
-    args = base_args(model)
-    return {**load_kwargs(resolve_base(model), args.get("revision")),
+    args = base_args(model, models_file)
+    return {**load_kwargs(resolve_base(model, models_file=models_file), args.get("revision")),
             "trust_remote_code": bool(args.get("trust_remote_code", False))}
 
 
-def load_tokenizer(model: str) -> Any:
+def load_tokenizer(model: str, models_file: str | None = None) -> Any:
     """The base model's tokenizer with the chat template the `hf` backend plays with (the spec's
     `chat_template`, the tokenizer's own, or the plain one for base models), so a model is
     trained on exactly the text it is prompted with."""
@@ -65,9 +66,9 @@ def load_tokenizer(model: str) -> Any:
 
     from sparring.models.hf_load import chat_template
 
-    source = resolve_base(model, "tokenizer_config.json")
-    tokenizer = AutoTokenizer.from_pretrained(source, **base_kwargs(model))
-    tokenizer.chat_template = chat_template(tokenizer, base_args(model).get("chat_template"))
+    source = resolve_base(model, "tokenizer_config.json", models_file)
+    tokenizer = AutoTokenizer.from_pretrained(source, **base_kwargs(model, models_file))
+    tokenizer.chat_template = chat_template(tokenizer, base_args(model, models_file).get("chat_template"))
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
@@ -85,8 +86,9 @@ def load_policy(settings: TrainSettings, trainable: bool = True) -> tuple[Any, A
     import torch
     from transformers import AutoModelForCausalLM
 
-    source = resolve_base(settings.model)
-    kwargs: dict[str, Any] = base_kwargs(settings.model)
+    models_file = settings.models_file
+    source = resolve_base(settings.model, models_file=models_file)
+    kwargs: dict[str, Any] = base_kwargs(settings.model, models_file)
     if use_cuda():
         kwargs["dtype"] = torch.bfloat16
         if settings.quantization:
@@ -101,7 +103,7 @@ def load_policy(settings: TrainSettings, trainable: bool = True) -> tuple[Any, A
     elif settings.quantization:
         raise ConfigError(f"quantization {settings.quantization!r} (bitsandbytes) needs a CUDA GPU; remove it to "
                           "train in full precision on CPU", key="quantization")
-    tokenizer = load_tokenizer(settings.model)
+    tokenizer = load_tokenizer(settings.model, models_file)
     try:
         model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
     except (OSError, ValueError) as exc:
@@ -110,7 +112,7 @@ def load_policy(settings: TrainSettings, trainable: bool = True) -> tuple[Any, A
     if settings.adapter:
         from peft import PeftModel
 
-        check_adapter(settings.adapter, settings.model)
+        check_adapter(settings.adapter, settings.model, models_file)
         try:
             model = PeftModel.from_pretrained(model, settings.adapter, is_trainable=trainable)  # type: ignore[assignment]
         except (RuntimeError, ValueError, KeyError) as e:  # size mismatch, target modules not in this base
@@ -126,7 +128,7 @@ SHAPE_KEYS = ("model_type", "hidden_size", "intermediate_size", "num_hidden_laye
               "num_key_value_heads", "vocab_size")
 
 
-def check_adapter(adapter: str, model: str) -> None:
+def check_adapter(adapter: str, model: str, models_file: str | None = None) -> None:
     """A clear ConfigError (key `adapter`) unless `adapter` is a LoRA adapter directory whose recorded
     base has the same architecture as `model`'s (reads two small JSON files, no weights). A base it
     records but that is not on this machine is not an error: loading then checks every shape."""
@@ -148,7 +150,7 @@ def check_adapter(adapter: str, model: str) -> None:
                           "trained further", key="adapter")
     recorded = config.get("base_model_name_or_path")
     theirs = _shape(str(recorded)) if recorded else None
-    ours = _shape(resolve_base(model))
+    ours = _shape(resolve_base(model, models_file=models_file))
     if theirs and ours and theirs != ours:
         diff = ", ".join(f"{k} {theirs.get(k)} vs {ours.get(k)}" for k in SHAPE_KEYS if theirs.get(k) != ours.get(k))
         raise ConfigError(f"adapter {adapter!r} is a LoRA of {recorded!r}, not of the base model {model!r} "

@@ -126,3 +126,18 @@ def test_dry_run_shows_the_resolved_trainer_settings(tmp_path):
     bad = CliRunner().invoke(app, ["train", "sft", str(rows), "-o", str(tmp_path / "out"), "--dry-run",
                                    "--report-to", "tensorbored"])
     assert bad.exit_code == 2 and "unknown tracker 'tensorbored'" in bad.output
+
+
+def test_a_model_named_only_in_a_models_file_resolves_through_it(tmp_path):
+    """A loop's `train.model` may be an entry of the loop's own `models_file` (the trainer used to
+    look it up in the shipped models only)."""
+    import yaml
+
+    from sparring.train.policy import base_args, base_spec
+
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"models": {"my-base": {"backend": "hf", "args": {"model": "acme/base-1b",
+                                                                                     "revision": "v2"}}}}))
+    with pytest.raises(ConfigError, match="unknown model 'my-base'"):
+        base_spec("my-base")
+    assert base_args("my-base", str(models)) == {"model": "acme/base-1b", "revision": "v2"}

@@ -66,6 +66,17 @@ def learner_temperature(arena: Any, config: GRPOConfig, file: str) -> float:
     return temperature
 
 
+def experiment_models_file(config: GRPOConfig, file: str) -> str | None:
+    """The experiment's `models_file` (relative paths beside the config), where `model` may be named."""
+    name = config.experiment.get("models_file")
+    if not name:
+        return None
+    path = Path(str(name)).expanduser()
+    if not path.is_absolute() and Path(file).is_file():
+        path = Path(file).parent / path
+    return str(path)
+
+
 def output_dir(config: GRPOConfig) -> Path:
     return Path(config.output_dir or Path(os.environ.get("SPARRING_RUNS_DIR") or "runs") / config.name)
 
@@ -92,7 +103,7 @@ def run_grpo(config: GRPOConfig, file: str = "<config>", restart: bool = False) 
     if config.adapter:  # before anything is played or loaded
         from sparring.train.policy import check_adapter
 
-        check_adapter(config.adapter, config.model)
+        check_adapter(config.adapter, config.model, experiment_models_file(config, file))
     state = state_for(config, file)
 
     def prepare() -> None:  # one process moves, checks and writes OUT/state.json
@@ -138,7 +149,8 @@ def _train(config: GRPOConfig, file: str, arena: Any, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     # with `adapter`: a trainable PeftModel and no new LoRA (lora_config gives None); TRL then keeps a
     # frozen copy of it as the KL reference when beta > 0
-    settings = TrainSettings(model=config.model, lora=config.lora, adapter=config.adapter)
+    settings = TrainSettings(model=config.model, lora=config.lora, adapter=config.adapter,
+                             models_file=experiment_models_file(config, file))
     model, tokenizer = load_policy(settings)
     console = Console(stderr=True, soft_wrap=True, quiet=not distributed.is_main())
     steps_log = out / "rollouts.jsonl"
