@@ -1,5 +1,6 @@
 """`sparring export {sft,dpo,kto} RUN_DIR... -o OUT [filters]`: training data from stored runs
-(or `--human dond|nyu FILE`: human games replayed through our prompts)."""
+(or `--human dond|nyu FILE`: human games replayed through our prompts); `sparring export clembench
+RUN -o DIR`: a run in clembench's results layout."""
 
 from __future__ import annotations
 
@@ -98,6 +99,18 @@ def kto(runs: list[Path] = typer.Argument(..., help="Run directories."), output:
     from sparring.train.export import export
 
     _done(export("kto", runs, output, _filters(role, agent, keep, k, after_rejection, include_aborted), fmt=fmt))  # type: ignore[arg-type]
+
+
+@app.command("clembench")
+def clembench(run: Path = typer.Argument(..., help="A run directory (played by sparring, or imported)."),
+              output: Path = typer.Option(..., "--output", "-o", help="Output folder (clembench's results "
+                                          "layout: <model pair>/<game>/<experiment>/episode_N/).")) -> None:
+    """A run in clembench's layout (interactions.json + scores.json per episode), for clembench's tools."""
+    from sparring.records.clembench import export_run
+
+    counts = export_run(run, output)
+    typer.echo(f"wrote {sum(counts.values())} episode(s) to {output}: "
+               + ", ".join(f"{g} {n}" for g, n in sorted(counts.items())))
 
 
 def register(root: typer.Typer) -> None:

@@ -99,7 +99,7 @@ def setup(ctx: Ctx) -> dict[str, Any]:
     from sparring.models.tiny import save_tiny_model
 
     save_tiny_model(ctx.tiny, seed=0)
-    rows = {
+    rows: dict[str, list[dict[str, Any]]] = {
         "sft": [{"messages": ROWS_PROMPT + [{"role": "assistant", "content": f"[message] I keep {i} books."}]}
                 for i in range(8)],
         "dpo": [{"prompt": ROWS_PROMPT, "chosen": [{"role": "assistant", "content": f"[propose] ({i} books)"}],

@@ -141,4 +141,7 @@ def meta(rec: EpisodeRecord, player: str, **extra: Any) -> dict[str, Any]:
             "argued_correct": None if correct is None else correct == "correct",
             "correct_side": metrics.get("correct_side"),
             # games scored on a quality scale (clembench: taboo, wordle) say so in every row
-            **({"quality_score": metrics["quality_score"]} if "quality_score" in metrics else {}), **extra}
+            **({"quality_score": metrics["quality_score"]} if "quality_score" in metrics else {}),
+            # imported episodes say where they came from (clembench: game, experiment, episode, model pair)
+            **({"source": rec.instance["source"]} if isinstance(rec.instance, dict) and rec.instance.get("source")
+               else {}), **extra}

@@ -67,14 +67,15 @@ def learner_temperature(arena: Any, config: GRPOConfig, file: str) -> float:
 
 
 def experiment_models_file(config: GRPOConfig, file: str) -> str | None:
-    """The experiment's `models_file` (relative paths beside the config), where `model` may be named."""
+    """The experiment's `models_file` (relative paths beside the config), where `model` may be named
+    (None when there is none; a missing file is reported where the experiment is resolved)."""
     name = config.experiment.get("models_file")
     if not name:
         return None
     path = Path(str(name)).expanduser()
     if not path.is_absolute() and Path(file).is_file():
         path = Path(file).parent / path
-    return str(path)
+    return str(path) if path.is_file() else None
 
 
 def output_dir(config: GRPOConfig) -> Path:
