@@ -80,6 +80,8 @@ def _resolve_models(opts: BenchOptions) -> None:
 
 def _unregistered(suite: Suite, keys: list[str]) -> dict[str, str]:
     """Entries whose game this installation does not have: entry -> one-line reason."""
+    import importlib.util
+
     from sparring.gameapi.game import GAMES
 
     out = {}
@@ -88,6 +90,10 @@ def _unregistered(suite: Suite, keys: list[str]) -> dict[str, str]:
             GAMES.get(suite.games[key].game)
         except UnknownNameError:
             out[key] = f"game {suite.games[key].game!r} is not registered in this installation; skipped"
+            continue
+        missing = [m for m in suite.games[key].requires if importlib.util.find_spec(m) is None]
+        if missing:
+            out[key] = f"needs {', '.join(missing)} (pip install 'sparring[{missing[0]}]'); skipped"
     return out
 
 

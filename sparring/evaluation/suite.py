@@ -47,6 +47,8 @@ class SuiteEntry(Strict):
     tournament: dict[str, Any] = Field(default_factory=lambda: {"type": "self_play"})
     run: dict[str, Any] = Field(default_factory=dict)
     with_partner: dict[str, Any] | None = Field(None, description="replaces keys when --partner is given")
+    requires: list[str] = Field(default_factory=list, description="Python packages the game needs (an optional "
+                                "extra): the entry is skipped, saying so, where one is not installed")
 
     @model_validator(mode="after")
     def _check(self) -> SuiteEntry:

@@ -1,0 +1,211 @@
+"""Any installed TextArena environment as a sparring game (`game: textarena`, `game_args: {env_id}`).
+
+TextArena's environments keep their own state and rules and follow a gym-like protocol: `reset`,
+`get_observation()` -> (player id, text), `step(action)` -> (done, info), `close()` -> (rewards,
+game info). This game holds one environment per episode and translates:
+
+- seats: TextArena's player ids as sparring players "Player 0", "Player 1", ...; `flip` seats the
+  agents the other way round (TextArena's player 0 always moves first);
+- observations: what TextArena shows an LLM agent — its standard system prompt, then the
+  environment's observation for that player (the whole game so far);
+- actions: the reply text, as TextArena's action formatting wrapper takes it; invalid moves are
+  TextArena's own (its error allowance, then the offender loses) and are counted per player;
+- outcome: TextArena's rewards (win 1, loss -1, draw 0), its reason, invalid moves and length.
+
+Instances are seeds (`dataset: {name: seeds, split: train|test, args: {n, start}}`): the train split
+draws from seeds 0.., the test split from 1,000,000.., so held-out games never share a seed with
+training ones. TextArena is an optional extra, imported only when a game is played.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from sparring.errors import ConfigError, SparringError
+from sparring.gameapi import Action, ActionSpec, Event, Feedback, Game, Outcome, Seat, register_game
+from sparring.gameapi.game import ACCEPTED, DatasetConfig, Instance
+from sparring.games.textarena.hooks import HOOKS
+from sparring.prompts import PromptSet
+from sparring.types import Message, Strict
+
+SPLIT_START = {"train": 0, "test": 1_000_000}
+
+
+class TextArenaConfig(Strict):
+    env_id: str = Field("TicTacToe-v0", description="a TextArena environment id (TicTacToe-v0, KuhnPoker-v0, "
+                                                     "SimpleNegotiation-v0, ...; `sparring textarena list --all`)")
+    num_players: int = Field(2, ge=1, le=8)
+    max_turns: int = Field(200, ge=1, description="moves attempted after which the game ends as a draw "
+                                                  "(a safety cap; TextArena's own limits come first)")
+
+
+class TextArenaInstance(Instance):
+    seed: int
+
+
+class SeedArgs(Strict):
+    n: int = Field(100, ge=1, description="how many seeds")
+    start: int = Field(0, ge=0, description="offset inside the split's seed range")
+
+
+@dataclass
+class TextArenaState:
+    env: Any
+    seat_of: dict[int, str]  # TextArena player id -> sparring player
+    prompts: dict[str, PromptSet]
+    env_id: str
+    current: tuple[int, str] | None = None  # (TextArena player id, its observation) of the player to move
+    done: bool = False
+    turns: int = 0
+    attempts: dict[str, int] = field(default_factory=dict)
+    invalid: dict[str, int] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    rewards: dict[str, float] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    capped: bool = False
+
+
+@register_game("textarena")
+class TextArenaGame(Game[TextArenaInstance, TextArenaState]):
+    name: ClassVar[str] = "textarena"
+    Config = TextArenaConfig
+    InstanceType = TextArenaInstance
+    default_prompts: dict[str, str] = {"player": "textarena"}
+    hooks = HOOKS
+    ranking: ClassVar[Literal["reward", "none"]] = "reward"
+    config: TextArenaConfig
+
+    def players(self) -> dict[str, str]:
+        return {f"Player {i}": "player" for i in range(self.config.num_players)}
+
+    @classmethod
+    def catalog(cls, everything: bool = False) -> list[tuple[str, int | None, str | None]]:
+        """(env id, players, why unavailable) of the shipped environments, or of every base
+        environment TextArena registers (`-v0`), each probed offline."""
+        from sparring.games.textarena.envs import SHIPPED, env_ids, probe
+
+        ids = [e for e in env_ids() if e.endswith("-v0")] if everything else list(SHIPPED)
+        return [(e, *probe(e)) for e in ids]
+
+    def reset(self, instance: TextArenaInstance, seats: dict[str, Seat], rng: random.Random,
+              flip: bool = False) -> TextArenaState:
+        from sparring.games.textarena.envs import make
+
+        names = list(self.players())
+        missing = [p for p in names if p not in seats]
+        if missing:
+            raise ConfigError(f"textarena {self.config.env_id} needs seats for {', '.join(names)}; missing "
+                              f"{', '.join(missing)}")
+        order = names[::-1] if flip else names
+        env = make(self.config.env_id)
+        try:
+            env.reset(num_players=self.config.num_players, seed=instance.seed)
+        except Exception as e:  # an environment that cannot start offline, or with this many players
+            raise SparringError(f"TextArena {self.config.env_id} could not start: {type(e).__name__}: {e}") from None
+        state = TextArenaState(env=env, seat_of=dict(enumerate(order)), prompts={p: seats[p].prompts for p in names},
+                               env_id=self.config.env_id, attempts=dict.fromkeys(names, 0),
+                               invalid=dict.fromkeys(names, 0))
+        state.current = env.get_observation()
+        return state
+
+    def to_act(self, state: TextArenaState) -> list[str]:
+        if state.done or state.current is None:
+            return []
+        return [state.seat_of[state.current[0]]]
+
+    def action_spec(self, state: TextArenaState, player: str) -> ActionSpec:
+        return ActionSpec(kind="text", tag="move")
+
+    def observation(self, state: TextArenaState, player: str) -> list[Message]:
+        pid = next(i for i, p in state.seat_of.items() if p == player)
+        text = state.current[1] if state.current and state.current[0] == pid else ""
+        variables = {"env_id": state.env_id, "player": f"Player {pid}", "observation": text}
+        return [Message(role="system", content=state.prompts[player].render("system", 0, **variables)),
+                Message(role="user", content=state.prompts[player].render("observation", 0, **variables))]
+
+    def act(self, state: TextArenaState, player: str, action: Action) -> Feedback:
+        text = (action.text or "").strip()
+        pid = state.current[0] if state.current else -1
+        errors = self._errors(state)
+        done, _ = state.env.step(action=text)
+        # TextArena's own verdict: within its error allowance the move is refused and counted
+        # (`error_count`); past it the game ends and the offender's game info says `invalid_move`
+        invalid = self._errors(state) > errors or bool(getattr(state.env.state, "made_invalid_move", False))
+        state.turns += 1
+        state.attempts[player] += 1
+        if done or state.turns >= self.config.max_turns:
+            state.capped = not done
+            self._close(state)
+            invalid = invalid or bool(state.info.get(player, {}).get("invalid_move"))
+        else:
+            state.current = state.env.get_observation()
+        state.invalid[player] += int(invalid)
+        state.events.append(Event(index=len(state.events), player=player, tag="move", content=text,
+                                  meta={"textarena_player": pid, "invalid": invalid}))
+        return ACCEPTED
+
+    @staticmethod
+    def _errors(state: TextArenaState) -> int:
+        return int(getattr(state.env.state, "error_count", 0) or 0)
+
+    def _close(self, state: TextArenaState) -> None:
+        rewards, info = state.env.close()
+        state.done, state.current = True, None
+        state.rewards = {state.seat_of[int(p)]: float(r) for p, r in (rewards or {}).items()} if not state.capped \
+            else dict.fromkeys(state.seat_of.values(), 0.0)
+        state.info = {state.seat_of[int(p)]: dict(v) for p, v in (info or {}).items()} if isinstance(info, dict) else {}
+
+    def is_over(self, state: TextArenaState) -> bool:
+        return state.done
+
+    def outcome(self, state: TextArenaState) -> Outcome:
+        rewards = state.rewards or dict.fromkeys(state.seat_of.values(), 0.0)
+        best = max(rewards.values()) if rewards else 0.0
+        leaders = [p for p, r in rewards.items() if r == best]
+        winner = leaders[0] if len(leaders) == 1 and len(rewards) > 1 else None
+        reasons = {str(v.get("reason")) for v in state.info.values() if v.get("reason")}
+        attempts = sum(state.attempts.values())
+        return Outcome(rewards=rewards, winner=winner, reason="turn cap" if state.capped else "; ".join(sorted(reasons)),
+                       metrics={"env_id": state.env_id, "turns": state.turns, "draw": winner is None,
+                                "invalid_moves": dict(state.invalid), "attempts": dict(state.attempts),
+                                "invalid_rate": sum(state.invalid.values()) / attempts if attempts else 0.0,
+                                "capped": state.capped,
+                                "first_mover": state.seat_of[0]})
+
+    def events(self, state: TextArenaState) -> list[Event]:
+        return list(state.events)
+
+    def fork(self, state: TextArenaState) -> TextArenaState:
+        """The environment deep-copied (TextArena's envs support it); prompt sets are shared."""
+        return dataclasses.replace(state, env=copy.deepcopy(state.env), attempts=dict(state.attempts),
+                                   invalid=dict(state.invalid), events=list(state.events), rewards=dict(state.rewards),
+                                   info=copy.deepcopy(state.info))
+
+    def load_instances(self, dataset: DatasetConfig, base_dir: Path) -> list[TextArenaInstance]:
+        """`seeds`: `n` seeds from the split's range (train 0.., test 1,000,000..; no split: train)."""
+        if dataset.name != "seeds":
+            raise ConfigError(f"unknown textarena dataset {dataset.name!r}; use seeds")
+        from sparring.config_io import validate
+
+        a = validate(SeedArgs, dataset.args, prefix="dataset.args")
+        split = dataset.split or "train"
+        if split not in SPLIT_START:
+            raise ConfigError(f"dataset.split {split!r}: use train or test (disjoint seed ranges)")
+        n = min(a.n, dataset.limit) if dataset.limit else a.n
+        first = SPLIT_START[split] + a.start
+        return [TextArenaInstance(id=f"{self.config.env_id}/seed-{s}", seed=s) for s in range(first, first + n)]
+
+    def instance_summary(self, instance: TextArenaInstance) -> dict[str, Any]:
+        split = "test" if instance.seed >= SPLIT_START["test"] else "train"
+        return {"id": instance.id, "seed": instance.seed, "metadata": {"split": split}}
+
+    def record_state(self, state: TextArenaState) -> dict[str, Any]:
+        return {"env_id": state.env_id, "seats": {str(k): v for k, v in state.seat_of.items()},
+                "textarena_info": state.info}
