@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sparring.gameapi.hooks import GameHooks, Metric, PlayPanel
 
 
-def quality(metrics: dict[str, Any]) -> float | None:
+def quality(metrics: Mapping[str, Any]) -> float | None:
     """The clemscore's quality of one game: 100 x the share of valid moves (a game against a
     baseline is read by its win rate, which the report shows beside it)."""
     rate = metrics.get("invalid_rate")
