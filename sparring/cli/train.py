@@ -164,7 +164,7 @@ def grpo(configuration: str = typer.Argument(..., help="GRPO config name (config
 
     from sparring.train import distributed
     from sparring.train.checkpoints import TrainingStopped
-    from sparring.train.grpo.trainer import load_grpo, run_grpo
+    from sparring.train.online.grpo.trainer import load_grpo, run_grpo
 
     console = Console(soft_wrap=True, quiet=not distributed.is_main())
     config, file = load_grpo(configuration)

@@ -174,6 +174,8 @@ class EpisodeDriver:
             fb = self.game.act(self.state, player, action)
             for c in mine:
                 c.turn = self.moves
+                if fb.reward is not None and c.player == player:
+                    c.step_reward = float(fb.reward)
             self.moves += 1
             if fb.accepted:
                 if action.probs is not None:

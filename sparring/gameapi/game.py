@@ -106,12 +106,16 @@ class Action(Strict):
 
 
 class Feedback(Strict):
-    """Result of `act`: accepted, or a correction shown only to the actor (who retries), or abort."""
+    """Result of `act`: accepted, or a correction shown only to the actor (who retries), or abort.
+    `reward`: what this action earned the actor now, for games that score steps (TextWorld: the
+    score's increase); None for games scored only by their outcome. A game's step rewards add up
+    to (at most) its outcome reward; trainers credit the rest to the last step."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     accepted: bool = True
     correction: str | None = None
     abort: str | None = None
+    reward: float | None = None
 
 
 ACCEPTED = Feedback()  # shared: constructing one per accepted action is measurable engine overhead

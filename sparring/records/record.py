@@ -47,6 +47,9 @@ class CallRecord(Strict):
     # Index of the action this call served among the episode's submitted actions (0-based; a
     # rejected attempt counts as one), so exporters and branched rollouts can order calls.
     turn: int | None = None
+    # What the action this call served earned the player at once (`Feedback.reward`, games that
+    # score steps); None: the game scores only its outcome.
+    step_reward: float | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
 
 

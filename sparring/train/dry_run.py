@@ -161,8 +161,8 @@ def grpo_plan(config: Any, file: str) -> dict[str, Any]:
     """Validate a GRPO config (experiment, learner, base model) and its plan; no weights."""
     from sparring.engine.play import Arena
     from sparring.models.scripted import ScriptedModel
-    from sparring.train.grpo.rollout import LEARNER
-    from sparring.train.grpo.trainer import check_config, experiment_models_file, state_for
+    from sparring.train.online.grpo.rollout import LEARNER
+    from sparring.train.online.grpo.trainer import check_config, experiment_models_file, state_for
 
     check_config(config, file)
     check_base(config.model, experiment_models_file(config, file))

@@ -111,7 +111,7 @@ def test_grpo_groups_split_over_two_processes_play_the_episodes_of_one_process()
     from sparring.engine.play import Arena
     from sparring.models.scripted import ScriptedModel
     from sparring.models.tiny import tiny_tokenizer
-    from sparring.train.grpo.rollout import EpisodeRollout, prompt_rows
+    from sparring.train.online.grpo.rollout import EpisodeRollout, prompt_rows
 
     from .test_grpo import dond, partner
 

@@ -12,7 +12,7 @@ import yaml
 
 from sparring.errors import ConfigError
 from sparring.train.config import TrainSettings
-from sparring.train.grpo.config import GRPOConfig
+from sparring.train.online.grpo.config import GRPOConfig
 from sparring.train.policy import check_adapter, load_policy
 
 DOND = {"game": "dond", "game_args": {"objective": "self", "max_turns": 6, "untagged_as_message": True,
@@ -57,7 +57,7 @@ def bases(tmp_path_factory):
 
 
 def test_a_missing_or_non_lora_adapter_is_a_clear_config_error_before_anything_runs(tmp_path, bases):
-    from sparring.train.grpo.trainer import run_grpo
+    from sparring.train.online.grpo.trainer import run_grpo
 
     tiny, _ = bases
     cfg = GRPOConfig(name="t", model=str(tiny), adapter=str(tmp_path / "nope"), output_dir=str(tmp_path / "out"),
@@ -98,7 +98,7 @@ def test_grpo_continues_the_starting_adapter_with_it_as_the_kl_reference(tmp_pat
     most ~lr per weight (Adam's first step), far from a fresh LoRA (B = 0); its rank is the
     adapter's (the config's `lora` is ignored); with beta > 0 the KL reference is the starting
     adapter (KL 0 at step 1) and TRL's frozen `ref` copy of it is not saved."""
-    from sparring.train.grpo.trainer import run_grpo
+    from sparring.train.online.grpo.trainer import run_grpo
 
     tiny, _ = bases
     start = make_adapter(tiny, tmp_path / "start", r=4)

@@ -18,9 +18,9 @@ from fastapi import Request
 from sparring.engine.play import Arena
 from sparring.models.scripted import ScriptedModel
 from sparring.models.tiny import tiny_tokenizer
-from sparring.train.grpo.config import GRPOConfig, VLLMSettings
-from sparring.train.grpo.rollout import EpisodeRollout, prompt_rows
-from sparring.train.grpo.vllm_rollout import ServedVLLM, trl_vllm_args, vllm_learner
+from sparring.train.online.grpo.config import GRPOConfig, VLLMSettings
+from sparring.train.online.grpo.rollout import EpisodeRollout, prompt_rows
+from sparring.train.online.grpo.vllm_rollout import ServedVLLM, trl_vllm_args, vllm_learner
 
 
 def _fake_server_class():

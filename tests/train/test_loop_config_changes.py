@@ -114,7 +114,7 @@ def test_restart_from_rejects_an_unknown_stage(tmp_path, stub_stages):
 
 def test_grpo_output_remembers_its_config(tmp_path):
     """GRPO: a changed config stops the rerun naming the key; more steps or a time limit do not."""
-    from sparring.train.grpo.trainer import load_grpo, state_for
+    from sparring.train.online.grpo.trainer import load_grpo, state_for
 
     config, file = load_grpo("grpo-quickstart")
     config = config.model_copy(update={"output_dir": str(tmp_path / "grpo")})

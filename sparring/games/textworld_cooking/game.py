@@ -5,7 +5,8 @@ and gives it back when it ends. Each turn the player sees the simulator's answer
 command, the room and its inventory (`show_state`) and the valid commands (`show_valid_actions`),
 and replies with one command. A command that is not valid here costs a step, changes nothing and
 is counted (`invalid_rate`); the episode ends on success, on failure (e.g. the meal was spoiled),
-or after `max_steps` commands. Reward = the simulator's normalised score in [0, 1].
+or after `max_steps` commands. Reward = the simulator's normalised score in [0, 1]; each command
+also reports its step reward, the score's change (`Feedback.reward`), which add up to it.
 
 The simulator's gold path is never shown to the player: while the episode is still on it, the
 next gold command goes to the player's model requests as the private label `gold_action`
@@ -25,7 +26,6 @@ from pydantic import Field
 from sparring.config_io import strict_args
 from sparring.errors import ConfigError, UnknownNameError
 from sparring.gameapi.game import (
-    ACCEPTED,
     Action,
     ActionSpec,
     DatasetConfig,
@@ -252,6 +252,7 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
             info = state.info
         shown = matched or command or raw.strip()[:200]
         self._event(state, PLAYER, COMMAND_TAG, shown, raw=raw, valid=matched is not None)
+        before = state.score
         state.raw_score = float(info.get("scoreRaw") or 0.0)
         state.score = min(1.0, max(0.0, float(info.get("score") or 0.0)))
         state.success = bool(info.get("tasksuccess"))
@@ -265,7 +266,7 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
             state.over = True
             state.end = "success" if state.success else "failure" if state.failure else "max_steps"
             state.lease.release()
-        return ACCEPTED
+        return Feedback(reward=state.score - before)  # the step's share of the score: they add up to it
 
     def _event(self, state: CookingState, player: str, tag: str, content: str, **meta: Any) -> None:
         state.events.append(new(Event, index=len(state.events), player=player, tag=tag, content=content,

@@ -1,6 +1,6 @@
 """Experiment 4: online GRPO on Deal or No Deal (learner vs the scripted `fair-negotiator`, whose
 rule is known: `sparring/games/negotiation/partner.py`), the existing
-trainer (`sparring.train.grpo`): per-step reward, its within-group spread, the share of steps
+trainer (`sparring.train.online.grpo`): per-step reward, its within-group spread, the share of steps
 whose group had zero reward variance (zero advantage: nothing trained) and the KL to the
 starting policy, then the learner against the same partner on held-out scenarios.
 
@@ -80,7 +80,7 @@ def start_adapter(ctx: Context) -> tuple[str | None, str | None]:
 
 @experiment("grpo")
 def run(ctx: Context) -> Experiment:
-    from sparring.train.grpo.config import GRPOConfig
+    from sparring.train.online.grpo.config import GRPOConfig
     from sparring.train.learning.loops import speed
 
     size = SIZES[ctx.size]
@@ -111,7 +111,7 @@ def run(ctx: Context) -> Experiment:
     t = time.perf_counter()
     first = _train(config, out)
     train_s = time.perf_counter() - t
-    from sparring.train.grpo.trainer import read_log
+    from sparring.train.online.grpo.trainer import read_log
 
     curve = read_log(out / "rewards.jsonl")
     rollouts = read_log(out / "rollouts.jsonl")
@@ -158,7 +158,7 @@ def _train(config: Any, out: Any) -> int:
     the step this call started from (steps after it were trained now: the session's speed)."""
     from sparring.train.checkpoints import checkpoint_step, last_checkpoint
     from sparring.train.fingerprint import fingerprint
-    from sparring.train.grpo.trainer import run_grpo, state_for
+    from sparring.train.online.grpo.trainer import run_grpo, state_for
 
     state = state_for(config, "<learning suite>")
     stored = state.stored()

@@ -173,7 +173,7 @@ def test_grpo_trains_on_a_textarena_game(tmp_path):
     import yaml
 
     from sparring.models.tiny import save_tiny_model
-    from sparring.train.grpo.trainer import load_grpo, run_grpo
+    from sparring.train.online.grpo.trainer import load_grpo, run_grpo
 
     config, _ = load_grpo("grpo-textarena")
     tiny = save_tiny_model(tmp_path / "tiny")

@@ -24,9 +24,9 @@ from sparring.config_io import load_yaml_model
 from sparring.errors import ConfigError, SparringError
 from sparring.train import distributed
 from sparring.train.fingerprint import OutputState
-from sparring.train.grpo.config import GRPOConfig
-from sparring.train.grpo.rollout import LEARNER, EpisodeRollout, episode_reward, prompt_rows
-from sparring.train.grpo.vllm_rollout import trl_vllm_args
+from sparring.train.online.grpo.config import GRPOConfig
+from sparring.train.online.grpo.rollout import LEARNER, EpisodeRollout, episode_reward, prompt_rows
+from sparring.train.online.grpo.vllm_rollout import trl_vllm_args
 
 # Keys that may change between a run and its resumption (`max_steps`: train on for longer).
 RESUMABLE = ("name", "description", "output_dir", "max_steps", "max_minutes", "logging_steps", "save_steps",

@@ -24,7 +24,7 @@ from typing import Any
 
 from sparring.errors import SparringError
 from sparring.models.base import Model
-from sparring.train.grpo.config import VLLMSettings
+from sparring.train.online.grpo.config import VLLMSettings
 from sparring.types import Completion, GenerateRequest, Usage
 
 

@@ -25,7 +25,7 @@ from sparring.engine.play import Arena
 from sparring.errors import SparringError
 from sparring.train import distributed
 from sparring.train.export.conversation import reply_text
-from sparring.train.grpo.sequence import Sequence, check_sampled, learner_sequences, sampled_ids
+from sparring.train.online.grpo.sequence import Sequence, check_sampled, learner_sequences, sampled_ids
 
 LEARNER = "learner"  # the model alias the learner agent's config names
 
@@ -54,7 +54,7 @@ class EpisodeRollout:
 
     def _learner_model(self, trainer: Any) -> Any:
         from sparring.models.hf import HFModel
-        from sparring.train.grpo.vllm_rollout import vllm_learner
+        from sparring.train.online.grpo.vllm_rollout import vllm_learner
 
         served = vllm_learner(trainer, self.tokenizer, LEARNER)  # TRL's vLLM (use_vllm), weights synced
         if served is not None:

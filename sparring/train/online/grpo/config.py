@@ -11,7 +11,7 @@ from sparring.types import Strict
 
 
 class VLLMSettings(Strict):
-    """TRL's vLLM integration for the learner's rollouts (GPUs; see `sparring/train/grpo/vllm_rollout.py`)."""
+    """TRL's vLLM integration for the learner's rollouts (GPUs; see `sparring/train/online/grpo/vllm_rollout.py`)."""
 
     mode: Literal["server", "colocate"] = Field("server", description="server: `trl vllm-serve` on GPUs of its "
                                                 "own; colocate: a vLLM engine inside every training process")
