@@ -32,6 +32,7 @@ OWNED = {
     "beta": "dpo.beta / kto.beta", "loss_type": "dpo.loss_type", "assistant_only_loss": "assistant_only_loss",
     "desirable_weight": "kto.desirable_weight", "undesirable_weight": "kto.undesirable_weight",
     "num_generations": "num_generations", "temperature": "the learner agent's sampling temperature",
+    "scale_rewards": "credit (turn credit hands TRL rewards normalised in their group)",
 }
 
 

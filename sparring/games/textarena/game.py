@@ -9,7 +9,8 @@ game info). This game holds one environment per episode and translates:
 - observations: what TextArena shows an LLM agent — its standard system prompt, then the
   environment's observation for that player (the whole game so far);
 - actions: the reply text, as TextArena's action formatting wrapper takes it; invalid moves are
-  TextArena's own (its error allowance, then the offender loses) and are counted per player;
+  TextArena's own (its error allowance, then the offender loses), counted per player and
+  recorded as rejected replies (the player moves again, as in TextArena);
 - outcome: TextArena's rewards (win 1, loss -1, draw 0), its reason, invalid moves and length.
 
 Instances are seeds (`dataset: {name: seeds, split: train|test, args: {n, start}}`): the train split
@@ -36,6 +37,7 @@ from sparring.prompts import PromptSet
 from sparring.types import Message, Strict
 
 SPLIT_START = {"train": 0, "test": 1_000_000}
+REJECTED = Feedback(accepted=False)
 
 
 class TextArenaConfig(Strict):
@@ -149,7 +151,9 @@ class TextArenaGame(Game[TextArenaInstance, TextArenaState]):
         state.invalid[player] += int(invalid)
         state.events.append(Event(index=len(state.events), player=player, tag="move", content=text,
                                   meta={"textarena_player": pid, "invalid": invalid}))
-        return ACCEPTED
+        # an invalid move is a rejected reply (never a training target, counted by GRPO's format
+        # penalty); TextArena's own observation already tells the player, so no correction is added
+        return REJECTED if invalid else ACCEPTED
 
     @staticmethod
     def _errors(state: TextArenaState) -> int:

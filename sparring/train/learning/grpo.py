@@ -80,8 +80,8 @@ def start_adapter(ctx: Context) -> tuple[str | None, str | None]:
 
 @experiment("grpo")
 def run(ctx: Context) -> Experiment:
-    from sparring.train.online.grpo.config import GRPOConfig
     from sparring.train.learning.loops import speed
+    from sparring.train.online.grpo.config import GRPOConfig
 
     size = SIZES[ctx.size]
     start = time.perf_counter()

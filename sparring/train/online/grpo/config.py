@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from sparring.train.config import LoraSettings, TuningSettings
+from sparring.train.online.ppo.config import PPOSettings
 from sparring.types import Strict
 
 
@@ -24,8 +25,13 @@ class VLLMSettings(Strict):
 
 
 class GRPOConfig(TuningSettings):
+    """One online RL run (`scripts/run_grpo.py`): GRPO (TRL's trainer, group-relative credit) or
+    PPO (a value head, GAE over the learner's turns), on games played by the engine."""
+
     name: str = ""
     description: str = ""
+    algorithm: Literal["grpo", "ppo"] = Field("grpo", description="grpo: TRL's GRPOTrainer, group-relative "
+                                              "advantages; ppo: an actor-critic with a value head and GAE")
     model: str = Field("smollm2-135m", description="the learner's base model (a models.yaml name or a directory)")
     adapter: str | None = Field(None, description="a LoRA adapter directory of `model` to start from (e.g. an SFT "
                                 "warm start): that adapter is trained further (`lora` is then ignored) and, with "
@@ -34,13 +40,19 @@ class GRPOConfig(TuningSettings):
                                                       "must be the alias `learner`")
     experiment: dict[str, Any] = Field(description="an experiment config: game, dataset (training split), agents")
     seats: list[int] = Field(default_factory=lambda: [0], description="seats the learner plays (0-based)")
-    num_generations: int = Field(4, ge=2, description="episodes per prompt (a GRPO group)")
+    num_generations: int = Field(4, ge=1, description="episodes per prompt (a GRPO group: at least 2)")
     prompts_per_step: int = Field(1, ge=1)
     max_steps: int = Field(4, ge=1)
     learning_rate: float = Field(1e-5, gt=0.0)
     beta: float = Field(0.0, ge=0.0, description="KL coefficient to the reference, the starting policy: the base "
                         "model, or `adapter` as it was before this run (0: no KL, as TRL's default)")
     format_penalty: float = Field(0.0, ge=0.0, description="reward minus this per rejected reply")
+    credit: Literal["episode", "turn"] = Field(
+        "episode", description="episode: every token of an episode gets its group-relative episode reward; turn: "
+                               "each learner turn gets its return-to-go (its step rewards and what follows), "
+                               "normalised over every turn of its group (critic-free turn credit for long games)")
+    gamma: float = Field(1.0, ge=0.0, le=1.0, description="turn credit and PPO: discount of later rewards")
+    ppo: PPOSettings = Field(default_factory=PPOSettings, description="PPO's settings (algorithm: ppo)")
     sequences_per_episode: int = Field(
         4, ge=1, description="training sequences per episode: one per learner call (calls whose prompts extend "
                              "the previous call's share one); an episode with more trains its first N and the "
@@ -59,3 +71,9 @@ class GRPOConfig(TuningSettings):
                                                   "a rerun resumes from the last one")
     save_total_limit: int = Field(2, ge=1)
     max_minutes: float | None = Field(None, gt=0.0, description="save a checkpoint and stop after this many minutes")
+
+    @model_validator(mode="after")
+    def _groups(self) -> GRPOConfig:
+        if self.algorithm == "grpo" and self.num_generations < 2:
+            raise ValueError("GRPO compares the episodes of a group: num_generations must be at least 2")
+        return self

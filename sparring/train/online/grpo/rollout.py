@@ -37,10 +37,12 @@ class EpisodeRollout:
 
     def __init__(self, arena: Arena, learner_agent: str, tokenizer: Any, num_generations: int,
                  format_penalty: float = 0.0, seed: int = 0, sequences_per_episode: int = 1,
-                 train_rejected: bool = False, on_step: Callable[[dict[str, Any]], None] | None = None):
+                 train_rejected: bool = False, on_step: Callable[[dict[str, Any]], None] | None = None,
+                 credit: str = "episode", gamma: float = 1.0):
         self.arena, self.learner_agent, self.tokenizer = arena, learner_agent, tokenizer
         self.num_generations, self.format_penalty, self.seed = num_generations, format_penalty, seed
         self.sequences_per_episode, self.train_rejected, self.on_step = sequences_per_episode, train_rejected, on_step
+        self.credit, self.gamma = credit, gamma
         self.calls = 0
         self.last_records: list[Any] = []
         self._last_jobs: list[Any] = []
@@ -78,11 +80,17 @@ class EpisodeRollout:
             instance_id, seat = parse_prompt(prompt)
             for copy in range(self.num_generations):
                 seed = derive_seed(self.seed, "grpo", self.calls, n, instance_id, seat, copy)
-                out.append(self.arena.job(instance_id, self._seating(seat), seed=seed,
+                out.append(self.arena.job(instance_id, self.seating(seat), seed=seed,
                                           repeat=self.calls * 10_000 + n * self.num_generations + copy))
         return out
 
-    def _seating(self, seat: int) -> tuple[str, ...]:
+    @property
+    def last_jobs(self) -> list[Any]:
+        """The jobs of the last `play` (in the order of its records)."""
+        return self._last_jobs
+
+    def seating(self, seat: int) -> tuple[str, ...]:
+        """The agents of one episode: the learner in `seat`, the other participants elsewhere."""
         others = [a for a in self.arena.exp.participants if a != self.learner_agent] or [self.learner_agent]
         agents = [others[i % len(others)] for i in range(len(self.arena.exp.seat_players))]
         agents[seat] = self.learner_agent
@@ -107,7 +115,8 @@ class EpisodeRollout:
                                      "episode_reward": [], "episode_id": []}
         pad = self.tokenizer(self.tokenizer.eos_token, add_special_tokens=False)["input_ids"][:1]
         dropped = 0
-        for rec, seqs, job in zip(records, sequences, self._last_jobs, strict=True):
+        credits = self.turn_credit(records, sequences) if self.credit == "turn" else None
+        for n, (rec, seqs, job) in enumerate(zip(records, sequences, self._last_jobs, strict=True)):
             reward = self.reward(rec, self.player_of(job))
             dropped += sum(len(s.calls) for s in seqs[self.sequences_per_episode:])
             for slot in range(self.sequences_per_episode):
@@ -115,13 +124,17 @@ class EpisodeRollout:
                 if slot < len(seqs):
                     s = seqs[slot]
                     row = (s.prompt_ids, s.completion_ids, s.env_mask, s.logprobs)
+                    if credits is not None and reward is not None:
+                        reward_of_slot = credits[n][slot]
                 else:  # a placeholder slot: no loss, the episode's reward keeps the group mean exact
                     row = (list(pad), list(pad), [0], [math.nan])
+                    if credits is not None and reward is not None:
+                        reward_of_slot = 0.0  # turn credit: the group's real turns already have mean 0
                 out["prompt_ids"].append(list(row[0]))
                 out["completion_ids"].append(list(row[1]))
                 out["env_mask"].append(list(row[2]))
                 out["logprobs"].append(list(row[3]))
-                out["episode_reward"].append(reward)
+                out["episode_reward"].append(reward if credits is None or reward is None else reward_of_slot)
                 out["episode_id"].append(rec.id)
         self._report(records, sequences, dropped, played_s)
         return out
@@ -143,11 +156,28 @@ class EpisodeRollout:
         sequences = []
         for job, rec in zip(jobs, records, strict=True):
             seqs = [] if rec.status == "failed" else learner_sequences(
-                rec, self.player_of(job), ids, model=LEARNER, train_rejected=self.train_rejected)
+                rec, self.player_of(job), ids, model=LEARNER, train_rejected=self.train_rejected,
+                split_calls=self.credit == "turn")
             check_sampled(rec, seqs)
             sequences.append(seqs)
         self.last_sequences = sequences
         return records, sequences
+
+    def turn_credit(self, records: list[Any], sequences: list[list[Sequence]]) -> list[list[float]]:
+        """Turn credit: each sequence (one learner call) gets its return-to-go, normalised over
+        every turn of the group's episodes (failed episodes have no turns)."""
+        from sparring.train.online.credit import group_normalised, returns_to_go, turn_rewards
+
+        g = self.num_generations
+        returns: list[list[float]] = []
+        for rec, seqs, job in zip(records, sequences, self._last_jobs, strict=True):
+            reward = self.reward(rec, self.player_of(job))
+            calls = [s.calls[0] for s in seqs]
+            returns.append([] if reward is None else returns_to_go(turn_rewards(rec, calls, reward), self.gamma))
+        out: list[list[float]] = []
+        for i in range(0, len(returns), g):
+            out += group_normalised(returns[i:i + g])
+        return out
 
     def player_of(self, job: Any) -> str:
         players = self.arena.exp.seat_players
@@ -169,6 +199,7 @@ class EpisodeRollout:
                                                                     strict=True)]
                   for i in range(0, len(records), g)]
         zero = sum(1 for grp in groups if len({round(x, 9) for x in grp if x is not None}) <= 1)
+        real = [x for grp in groups for x in grp if x is not None]
         stats: dict[str, Any] = {
             "rollout": self.calls, "episodes": len(records), "groups": len(groups), "zero_advantage_groups": zero,
             "zero_advantage_fraction": zero / len(groups) if groups else 0.0,
@@ -177,7 +208,7 @@ class EpisodeRollout:
             # what the optimizer step runs forward and backward (prompt + completion of every used slot)
             "sequence_tokens": sum(len(q.prompt_ids) + len(q.completion_ids)
                                    for s in sequences for q in s[: self.sequences_per_episode]),
-            "rollout_s": round(played_s, 3),
+            "rollout_s": round(played_s, 3), "mean_reward": sum(real) / len(real) if real else None,
             "failed": sum(1 for r in records if r.status == "failed"),
             "rewards": [[None if x is None else round(x, 4) for x in grp] for grp in groups]}
         example = next(((r, s[0]) for r, s in zip(records, sequences, strict=True) if s), None)

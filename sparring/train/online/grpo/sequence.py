@@ -79,9 +79,10 @@ def sampled_ids(record: EpisodeRecord, index: int) -> list[int]:
 
 
 def learner_sequences(record: EpisodeRecord, player: str, prompt_ids: Callable[[CallRecord], list[int]], *,
-                      model: str, train_rejected: bool = False) -> list[Sequence]:
+                      model: str, train_rejected: bool = False, split_calls: bool = False) -> list[Sequence]:
     """The learner's sequences in `record`, in call order. `prompt_ids(call)` must return the
-    token ids the backend fed the model for that call (`HFModel.prompt_ids`)."""
+    token ids the backend fed the model for that call (`HFModel.prompt_ids`). `split_calls`: one
+    sequence per call even where the conversation extends (each turn its own credit)."""
     out: list[Sequence] = []
     cur: Sequence | None = None
     for index in learner_calls(record, player, model, train_rejected):
@@ -99,7 +100,7 @@ def learner_sequences(record: EpisodeRecord, player: str, prompt_ids: Callable[[
                                 "template or tokenizer is not the one it generated with")
         if cur is not None:
             full = cur.prompt_ids + cur.completion_ids
-            if len(prompt) >= len(full) and prompt[: len(full)] == full:  # the conversation extends
+            if not split_calls and len(prompt) >= len(full) and prompt[: len(full)] == full:  # it extends
                 env = prompt[len(full):]
                 cur.completion_ids += env + ids
                 cur.env_mask += [0] * len(env) + [1] * len(ids)

@@ -119,6 +119,10 @@ def run_grpo(config: GRPOConfig, file: str = "<config>", restart: bool = False) 
     arena = Arena.from_config({"name": config.name, **config.experiment}, models={LEARNER: ScriptedModel(LEARNER)},
                               base_dir=base_dir)
     try:
+        if config.algorithm == "ppo":
+            from sparring.train.online.ppo.trainer import train_ppo
+
+            return train_ppo(config, file, arena, out)
         return _train(config, file, arena, out)
     finally:
         arena.close()
@@ -165,7 +169,8 @@ def _train(config: GRPOConfig, file: str, arena: Any, out: Path) -> Path:
 
     rollout = EpisodeRollout(arena, config.learner_agent, tokenizer, config.num_generations,
                              config.format_penalty, config.seed, sequences_per_episode=config.sequences_per_episode,
-                             train_rejected=config.train_rejected, on_step=on_step)
+                             train_rejected=config.train_rejected, on_step=on_step, credit=config.credit,
+                             gamma=config.gamma)
     per_step = config.prompts_per_step * rollout.slots
     if config.prompts_per_step % distributed.world_size():  # each process plays whole groups
         raise SparringError(f"{file}: prompts_per_step = {config.prompts_per_step} groups per step cannot be "
@@ -176,7 +181,9 @@ def _train(config: GRPOConfig, file: str, arena: Any, out: Path) -> Path:
                      learning_rate=config.learning_rate, beta=config.beta, logging_steps=config.logging_steps,
                      **checkpoint_args(config.save_steps, config.save_total_limit), seed=config.seed,
                      bf16=cuda, use_cpu=not cuda, **checkpointing_arg(config.gradient_checkpointing),
-                     **trl_vllm_args(config.vllm), **tuning_args(config, out, "grpo"))
+                     **trl_vllm_args(config.vllm), **tuning_args(config, out, "grpo"),
+                     # turn credit hands TRL advantages already normalised within each group
+                     **turn_credit_args(config))
     curve = out / "rewards.jsonl"
     # the rollout's own numbers (zero-advantage share, trained tokens) beside TRL's reward curves
     tracked = MetricLog(config.report_to if distributed.is_main() else [], out, config.run_name or config.name)
@@ -185,7 +192,9 @@ def _train(config: GRPOConfig, file: str, arena: Any, out: Path) -> Path:
         def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
             if logs and "reward" in logs and state.is_world_process_zero:
                 last = rollout.history[-1] if rollout.history else {}
-                point = {"step": state.global_step, "reward": logs["reward"], "reward_std": logs.get("reward_std"),
+                # with turn credit TRL's "reward" is the normalised credit (mean 0): log the episodes' own
+                reward = last.get("mean_reward") if config.credit == "turn" else logs["reward"]
+                point = {"step": state.global_step, "reward": reward, "reward_std": logs.get("reward_std"),
                          "kl": logs.get("kl"), "zero_advantage_fraction": last.get("zero_advantage_fraction"),
                          "trained_tokens": last.get("trained_tokens"), "dropped_calls": last.get("dropped_calls")}
                 with open(curve, "a", encoding="utf-8") as f:
@@ -213,6 +222,12 @@ def _train(config: GRPOConfig, file: str, arena: Any, out: Path) -> Path:
                               f"{config.max_steps}; the checkpoint is in {out / 'trainer'}; rerun the same command "
                               f"to continue (report so far: {report})")
     return report
+
+
+def turn_credit_args(config: GRPOConfig) -> dict[str, Any]:
+    """Turn credit hands TRL advantages already normalised within each group: TRL must only
+    subtract the group mean (0), not rescale."""
+    return {"scale_rewards": "none"} if config.credit == "turn" else {}
 
 
 def step_line(stats: dict[str, Any]) -> str:

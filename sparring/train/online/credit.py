@@ -1,0 +1,73 @@
+"""Credit below the episode, shared by GRPO's turn-level option and PPO.
+
+A learner's episode is a sequence of turns (its trained calls, in order). Each turn's reward is
+the step reward the game gave that action (`CallRecord.step_reward`: TextWorld's score increase;
+0 for games scored only by their outcome), and the last turn also gets what the outcome gives
+beyond the steps (outcome - sum of step rewards), so a game's turn rewards always add up to the
+episode's reward. From those:
+
+- `returns_to_go`: G_t = r_t + γ G_{t+1} (the critic-free turn credit: normalised within a
+  group of episodes of the same instance, `group_normalised`);
+- `gae`: generalised advantage estimation over the turns, A_t = Σ_k (γλ)^k δ_{t+k} with
+  δ_t = r_t + γ V_{t+1} − V_t and V after the last turn 0; returns R_t = A_t + V_t (the value
+  targets).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+
+def turn_rewards(record: Any, calls: Sequence[int], outcome_reward: float) -> list[float]:
+    """One reward per turn (`calls`: indices into `record.calls`, in order)."""
+    rewards = [float(record.calls[i].step_reward or 0.0) for i in calls]
+    if rewards:
+        rewards[-1] += outcome_reward - sum(rewards)
+    return rewards
+
+
+def returns_to_go(rewards: Sequence[float], gamma: float = 1.0) -> list[float]:
+    out = [0.0] * len(rewards)
+    running = 0.0
+    for t in range(len(rewards) - 1, -1, -1):
+        running = rewards[t] + gamma * running
+        out[t] = running
+    return out
+
+
+def gae(rewards: Sequence[float], values: Sequence[float], gamma: float = 1.0,
+        lam: float = 0.95) -> tuple[list[float], list[float]]:
+    """(advantages, returns) of one episode's turns; the value after the last turn is 0."""
+    if len(rewards) != len(values):
+        raise ValueError(f"{len(rewards)} rewards but {len(values)} values")
+    advantages = [0.0] * len(rewards)
+    running = 0.0
+    for t in range(len(rewards) - 1, -1, -1):
+        next_value = values[t + 1] if t + 1 < len(values) else 0.0
+        delta = rewards[t] + gamma * next_value - values[t]
+        running = delta + gamma * lam * running
+        advantages[t] = running
+    return advantages, [a + v for a, v in zip(advantages, values, strict=True)]
+
+
+def group_normalised(per_episode: Sequence[Sequence[float]], eps: float = 1e-4) -> list[list[float]]:
+    """Each value minus the mean over every turn of every episode of the group, divided by their
+    standard deviation (+ eps): turns that did better than the group's typical turn get positive
+    credit. A group whose values are all equal gets zeros."""
+    flat = [v for ep in per_episode for v in ep]
+    if not flat:
+        return [[] for _ in per_episode]
+    mean = sum(flat) / len(flat)
+    std = math.sqrt(sum((v - mean) ** 2 for v in flat) / len(flat))
+    return [[(v - mean) / (std + eps) for v in ep] for ep in per_episode]
+
+
+def whiten(values: Sequence[float], eps: float = 1e-8) -> list[float]:
+    """Zero mean, unit variance (PPO's optional reward and advantage whitening)."""
+    if not values:
+        return []
+    mean = sum(values) / len(values)
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+    return [(v - mean) / (std + eps) for v in values]

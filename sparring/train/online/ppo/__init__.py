@@ -1,0 +1,1 @@
+"""PPO for multi-turn games: an actor-critic over the engine's episodes (`algorithm: ppo`)."""
