@@ -188,13 +188,14 @@ def grpo_plan(config: Any, file: str) -> dict[str, Any]:
     return {"name": config.name, "file": file, "game": config.experiment.get("game"), "instances": instances,
             "prompts": instances * len(config.seats), "steps": config.max_steps, "games_per_step": per_step,
             "games": per_step * config.max_steps, "model": config.model, "learning_rate": config.learning_rate,
-            "adapter": config.adapter, "tuning": tuning_plan(config, "grpo")}
+            "adapter": config.adapter, "tuning": tuning_plan(config, "grpo"), "algorithm": config.algorithm,
+            "credit": "value head + GAE over the learner's turns" if config.algorithm == "ppo" else config.credit}
 
 
 def print_grpo_plan(console: Console, plan: dict[str, Any]) -> None:
     start = f" from adapter {plan['adapter']}" if plan.get("adapter") else ""
-    console.print(f"[bold]GRPO[/bold] {plan['name']}  ({plan['file']}); game {plan['game']}; learner "
-                  f"{plan['model']}{start}")
+    console.print(f"[bold]{plan['algorithm'].upper()}[/bold] {plan['name']}  ({plan['file']}); game {plan['game']}; "
+                  f"learner {plan['model']}{start}; credit: {plan['credit']}")
     console.print(f"{plan['prompts']} prompt(s) ({plan['instances']} training instance(s) x seats); "
                   f"{plan['steps']} step(s) x {plan['games_per_step']} game(s) = {plan['games']} game(s); "
                   f"lr {plan['learning_rate']:g}; nothing loaded")

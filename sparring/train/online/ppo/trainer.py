@@ -230,11 +230,11 @@ class PPOTrainer:
                 if cfg.max_grad_norm > 0:
                     torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm)
                 self.optimizer.step()
-                stats["pg_loss"].append(float(pg_loss))
-                stats["vf_loss"].append(float(vf_loss))
-                stats["entropy"].append(float(entropy))
+                stats["pg_loss"].append(float(pg_loss.detach()))
+                stats["vf_loss"].append(float(vf_loss.detach()))
+                stats["entropy"].append(float(entropy.detach()))
                 stats["clipfrac"].append(float(torch.cat(clipped).mean()))
-                stats["approx_kl"].append(float(torch.cat(approx).mean()))
+                stats["approx_kl"].append(float(torch.cat(approx).detach().mean()))
         self.model.eval()
         return {k: sum(v) / len(v) for k, v in stats.items() if v}
 

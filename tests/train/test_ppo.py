@@ -1,0 +1,173 @@
+"""Credit below the episode and PPO: GAE and returns against hand computations; per-step rewards add
+up to the outcome; PPO trains exactly the sampled tokens; in a two-turn game where only the second
+reply changes the reward the first turn's credit is the second's discounted (zero with λ = 0);
+GRPO's turn option gives each turn its own group-normalised return; a PPO run checkpoints, keeps
+its best held-out adapter and, resumed, reproduces the steps it would have taken."""
+
+from __future__ import annotations
+
+import json
+import math
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from sparring.train.online.credit import gae, group_normalised, returns_to_go, turn_rewards, whiten
+
+from . import two_turn_game  # noqa: F401  (registers the game "two_turn")
+
+
+def test_gae_and_returns_match_a_hand_computation():
+    rewards, values = [1.0, 0.0, 2.0], [0.5, 1.0, 1.5]
+    gamma, lam = 0.9, 0.8
+    # deltas: r + γ V' - V
+    d2 = 2.0 + 0 - 1.5                    # 0.5
+    d1 = 0.0 + 0.9 * 1.5 - 1.0            # 0.35
+    d0 = 1.0 + 0.9 * 1.0 - 0.5            # 1.4
+    a2 = d2
+    a1 = d1 + gamma * lam * a2            # 0.35 + 0.72 * 0.5 = 0.71
+    a0 = d0 + gamma * lam * a1            # 1.4 + 0.72 * 0.71
+    adv, ret = gae(rewards, values, gamma, lam)
+    assert adv == pytest.approx([a0, a1, a2])
+    assert ret == pytest.approx([a0 + 0.5, a1 + 1.0, a2 + 1.5])
+    assert returns_to_go([1.0, 0.0, 2.0], 0.5) == pytest.approx([1.0 + 0.5 * (0.0 + 0.5 * 2.0), 1.0, 2.0])
+    assert gae([1.0, 2.0], [0.0, 0.0], 1.0, 1.0)[0] == pytest.approx(returns_to_go([1.0, 2.0]))  # λ=1, V=0: returns
+    (a, b), (c,) = group_normalised([[1.0, 3.0], [2.0]])  # mean 2, std sqrt(2/3)
+    assert (a, b, c) == pytest.approx((-1.2247, 1.2247, 0.0), abs=1e-3)
+    assert group_normalised([[1.0], [1.0]]) == [[0.0], [0.0]]
+    assert sum(whiten([1.0, 2.0, 3.0])) == pytest.approx(0.0)
+
+
+def test_turn_rewards_add_up_to_the_outcome():
+    calls = [SimpleNamespace(step_reward=0.25), SimpleNamespace(step_reward=None), SimpleNamespace(step_reward=0.5)]
+    record = SimpleNamespace(calls=calls)
+    assert turn_rewards(record, [0, 1, 2], 1.0) == pytest.approx([0.25, 0.0, 0.75])  # the rest on the last turn
+    assert turn_rewards(record, [1], -1.0) == pytest.approx([-1.0])  # a game scored by its outcome only
+    assert sum(turn_rewards(record, [0, 2], 0.3)) == pytest.approx(0.3)
+
+
+def two_turn(tmp_path, algorithm: str = "ppo", **extra):
+    from sparring.models.tiny import save_tiny_model
+
+    tiny = tmp_path / "tiny"
+    if not tiny.is_dir():
+        save_tiny_model(tiny, seed=1)
+    data = {"name": f"two-{algorithm}", "algorithm": algorithm, "model": str(tiny), "learner_agent": "learner",
+            "experiment": {"game": "two_turn", "dataset": {"name": "topics", "split": "train"},
+                           "agents": {"learner": {"role": "player", "model": "learner",
+                                                  "sampling": {"temperature": 1.0, "max_new_tokens": 6}}},
+                           "tournament": {"type": "self_play", "participants": ["learner"]},
+                           "run": {"seed": 0, "max_live": 8}},
+            "num_generations": 4, "prompts_per_step": 2, "max_steps": 2, "learning_rate": 1e-3, "save_steps": 1,
+            "output_dir": str(tmp_path / f"out-{algorithm}"), "lora": {"r": 4, "alpha": 8}, **extra}
+    path = tmp_path / f"{algorithm}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def arena_and_trainer(tmp_path, **ppo):
+    from sparring.engine.play import Arena
+    from sparring.models.scripted import ScriptedModel
+    from sparring.train.online.grpo.rollout import LEARNER
+    from sparring.train.online.grpo.trainer import load_grpo
+    from sparring.train.online.ppo.trainer import PPOTrainer
+
+    config, file = load_grpo(str(two_turn(tmp_path, ppo={"whiten_advantages": False, "kl_coef": 0.0, **ppo})))
+    arena = Arena.from_config({"name": config.name, **config.experiment}, models={LEARNER: ScriptedModel(LEARNER)})
+    return arena, PPOTrainer(config, file, arena, tmp_path / "out")
+
+
+def test_ppo_trains_exactly_the_sampled_tokens_and_credits_the_turn_that_mattered(tmp_path):
+    from sparring.train.online.grpo.sequence import sampled_ids
+
+    arena, trainer = arena_and_trainer(tmp_path, lam=0.0)
+    try:
+        records, items, rewards, kept = trainer.collect(0)
+        assert len(records) == 8 and all(len(r) == 2 for r in rewards.values())  # two turns each
+        assert {round(r[0], 6) for r in rewards.values()} == {0.0}  # the first reply earns nothing
+        for e, rec in kept.items():  # what the loss sees: the learner's sampled tokens, nothing else
+            sampled = [t for i in range(len(rec.calls)) for t in sampled_ids(rec, i)]
+            trained = [it.ids[p] for it in items if it.episode == e for p in it.positions]
+            assert trained == sampled
+            assert sorted(t for it in items if it.episode == e for t in it.turns) == [0, 1]
+        # an ideal critic: V = the expected reward at both turns (the first reply does not change it)
+        mean = sum(r[1] for r in rewards.values()) / len(rewards)
+        for it in items:
+            it.old_values = [mean] * len(it.turns)
+            it.old_logprobs = it.ref_logprobs = [0.0] * len(it.positions)
+        trainer.advantages(items, rewards)
+        for e, r in rewards.items():
+            assert trainer._adv[e][0] == pytest.approx(0.0)          # λ = 0: the first turn gets no credit
+            assert trainer._adv[e][1] == pytest.approx(r[1] - mean)  # the second carries the signal
+        trainer.ppo = trainer.ppo.model_copy(update={"lam": 0.95})
+        trainer.advantages(items, rewards)
+        for e, r in rewards.items():  # with λ the first turn's credit is the second's, discounted
+            assert trainer._adv[e][0] == pytest.approx(0.95 * (r[1] - mean))
+    finally:
+        arena.close()
+
+
+def test_grpo_turn_credit_gives_each_turn_its_group_normalised_return(tmp_path):
+    from sparring.engine.play import Arena
+    from sparring.models.hf import HFModel
+    from sparring.models.scripted import ScriptedModel
+    from sparring.models.tiny import tiny_model
+    from sparring.train.online.grpo.rollout import LEARNER, EpisodeRollout, prompt_rows
+
+    two_turn(tmp_path, "grpo")
+    model, tok = tiny_model(seed=2)
+    cfg = yaml.safe_load((tmp_path / "grpo.yaml").read_text())["experiment"]
+    with Arena.from_config({"name": "t", **cfg}, models={LEARNER: ScriptedModel(LEARNER)}) as arena:
+        arena.pool.add(LEARNER, HFModel.from_objects(model, tok, name=LEARNER, prefix_cache_mb=0))
+        rollout = EpisodeRollout(arena, "learner", tok, num_generations=4, sequences_per_episode=2, credit="turn")
+        rollout.arena.pool.add(LEARNER, HFModel.from_objects(model, tok, name=LEARNER, prefix_cache_mb=0))
+        prompts = [prompt_rows(sorted(arena.instances)[:1], [0])[0]["prompt"]]
+        records, sequences = rollout.play(prompts, arena.pool.get(LEARNER).prompt_ids)
+    assert all(len(s) == 2 and all(len(q.calls) == 1 for q in s) for s in sequences)  # one sequence per turn
+    credits = rollout.turn_credit(records, sequences)
+    outcome = [r.outcome.rewards["Solo"] for r in records]
+    flat = [c for ep in credits for c in ep]
+    assert sum(flat) == pytest.approx(0.0, abs=1e-6)
+    for ep, reward in zip(credits, outcome, strict=True):
+        assert ep[0] == pytest.approx(ep[1])  # no step reward on turn 1: its return-to-go is the episode's
+        if len(set(outcome)) > 1:
+            assert (ep[1] > 0) == (reward > sum(outcome) / len(outcome))
+
+
+@pytest.mark.slow
+def test_a_ppo_run_keeps_its_best_checkpoint_and_resumed_reproduces_the_steps(tmp_path):
+    import torch
+    from safetensors.torch import load_file
+
+    from sparring.train.checkpoints import TrainingStopped
+    from sparring.train.online.grpo.trainer import load_grpo, run_grpo
+
+    ev = {"dataset": {"name": "topics", "split": "test"}, "every": 1, "temperature": 0.0}
+    straight = tmp_path / "a"
+    straight.mkdir()
+    config, file = load_grpo(str(two_turn(straight, ppo={"eval": ev})))
+    run_grpo(config, file)
+    out_a = straight / "out-ppo"
+    log_a = [json.loads(x) for x in (out_a / "ppo.jsonl").read_text().splitlines()]
+    assert len(log_a) == 2 and all(math.isfinite(p["pg_loss"]) for p in log_a)
+    assert (out_a / "adapter" / "adapter_config.json").is_file() and (out_a / "adapter" / "value_head.safetensors").is_file()
+    assert (out_a / "best" / "eval.json").is_file() and len((out_a / "eval.jsonl").read_text().splitlines()) == 2
+    assert "| held-out after step |" in (out_a / "report.md").read_text()
+
+    resumed = tmp_path / "b"
+    resumed.mkdir()
+    config, file = load_grpo(str(two_turn(resumed, ppo={"eval": ev})))
+    first = config.model_copy(update={"max_steps": 1})
+    run_grpo(first, file)
+    run_grpo(config, file)  # max_steps raised: resumes from checkpoint-1 and plays step 2
+    out_b = resumed / "out-ppo"
+    log_b = [json.loads(x) for x in (out_b / "ppo.jsonl").read_text().splitlines()]
+    for a, b in zip(log_a, log_b, strict=True):
+        for key in ("reward", "turns", "trained_tokens", "pg_loss", "vf_loss", "kl"):
+            assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-7), key
+    wa, wb = (load_file(str(o / "adapter" / "adapter_model.safetensors")) for o in (out_a, out_b))
+    assert all(torch.allclose(wa[k], wb[k], atol=1e-6) for k in wa)
+    with pytest.raises(TrainingStopped):
+        limited = config.model_copy(update={"max_steps": 4, "max_minutes": 1e-9, "output_dir": str(tmp_path / "c")})
+        run_grpo(limited, file)
