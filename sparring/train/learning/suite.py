@@ -18,15 +18,15 @@ from sparring.train.learning.context import Context
 from sparring.train.learning.registry import EXPERIMENTS
 from sparring.train.learning.results import Experiment
 
-ORDER = ("textworld-sft", "textworld-sft-data", "dond-selfplay", "debate-dpo", "grpo", "textarena-tictactoe",
-         "transfer")
+ORDER = ("textworld-sft", "textworld-sft-data", "textworld-rl", "dond-selfplay", "debate-dpo", "grpo",
+         "textarena-tictactoe", "transfer")
 
 
 def _register_all() -> None:
     """Import the experiment modules (each registers itself with `@experiment`)."""
     import importlib
 
-    for module in ("textworld", "dond", "debate", "grpo", "textarena", "transfer"):
+    for module in ("textworld", "textworld_rl", "dond", "debate", "grpo", "textarena", "transfer"):
         importlib.import_module(f"sparring.train.learning.{module}")
 
 

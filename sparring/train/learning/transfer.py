@@ -18,7 +18,8 @@ from sparring.train.learning.context import Context
 from sparring.train.learning.registry import experiment
 from sparring.train.learning.results import Estimate, Experiment, Stage, paired
 
-TRAINED_ON = {"textworld-sft": "textworld_cooking", "dond": "dond", "grpo": "dond", "debate": "debate",
+TRAINED_ON = {"textworld-sft": "textworld_cooking", "textworld-rl": "textworld_cooking", "dond": "dond", "grpo": "dond",
+              "debate": "debate",
               "tictactoe": "textarena"}
 SIZES: dict[str, dict[str, Any]] = {
     "quick": {"instances": 1, "games": ["taboo", "wordle", "dond"], "adapters": 1},  # a pipeline check
