@@ -29,10 +29,11 @@ SIZES: dict[str, dict[str, Any]] = {
     # quick: a pipeline check of the warm start on the tiny random model, which makes no valid move
     # of its own, so no iteration would have a row to train on (the loop is checked by dond-selfplay)
     "quick": {"demos": 2, "demo_steps": 1, "games": 4, "heldout": 4, "tokens": 8, "max_steps": 1, "iterations": 0},
-    # full: 64 demonstration games (~575 moves) -> 32 SFT steps of batch 4 (~450-token rows); each
-    # iteration 128 training seeds x 2 seats = 256 games at T=1 -> at most 32 SFT steps; 64 held-out
-    # seeds x 2 seats = 128 games per evaluation (Wilson half-width ~0.09 near 0.5)
-    "full": {"demos": 64, "demo_steps": 32, "games": 128, "heldout": 64, "tokens": 16, "max_steps": 32,
+    # full, sized to 60 min at two threads (SFT here ~45 s a step of 4 rows of ~560 tokens): 64
+    # demonstration games (~575 moves) -> 24 SFT steps of batch 4; 2 iterations, each 128 training
+    # seeds x 2 seats = 256 games at T=1 -> at most 12 SFT steps; 64 held-out seeds x 2 seats = 128
+    # games per evaluation (Wilson half-width ~0.09 near 0.5)
+    "full": {"demos": 64, "demo_steps": 24, "games": 128, "heldout": 64, "tokens": 16, "max_steps": 12,
              "iterations": 2},
 }
 MAX_LIVE = 32
