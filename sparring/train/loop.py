@@ -170,16 +170,18 @@ class Loop:
                             gamma=e.gamma, min_gap=e.min_gap)
             if e.max_pairs is not None:
                 rows = sorted(rows, key=lambda r: -r["margin"])[: e.max_pairs]
+            diagnostics = pair_diagnostics(rows)
             why = ("selfplay needs `branch: {target: <policy agent>}` or the policy agent best_of_n with "
                    "n >= 2, and alternatives that the judge values differently")
         else:
             rows = sft_rows(records, ExportFilters(agent=self.config.policy_agent, keep=e.keep, k=e.k,
                                                    include_aborted=e.include_aborted))
+            diagnostics = {}
             why = f"no game of the policy passed keep={e.keep!r} (all rewards equal, e.g. no deal at all?)"
         if not rows:
             raise SparringError(f"iteration {k}: self-play gave no training rows ({why})")
         path = write_rows(rows, self.dir / f"iter-{k}" / "data")
-        return {"path": str(path), "rows": len(rows), "pairs": len(rows),
+        return {"path": str(path), "rows": len(rows), "pairs": len(rows), **diagnostics,
                 "episodes": len(records), "instances": sorted({r.instance_id for r in records})}
 
     def train(self, k: int) -> dict[str, Any]:
@@ -262,8 +264,9 @@ class Loop:
         tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
         os.replace(tmp, self.models_file)
 
-    def eval_experiment(self, k: int) -> dict[str, Any]:
-        """The experiment config of iteration k's held-out cross-play."""
+    def eval_experiment(self, k: int, judge: str | None = None) -> dict[str, Any]:
+        """The experiment config of iteration k's held-out cross-play (`judge`: one of
+        `evaluation.heldout_judges` in place of the training judges)."""
         policy = self.config.selfplay["agents"][self.config.policy_agent]
         plain = {key: v for key, v in policy.items() if key not in ("best_of_n", "model")}
         new, base, prev = f"{self.config.alias}@{k}", "base", f"{self.config.alias}@{k - 1}"
@@ -281,13 +284,18 @@ class Loop:
                 matchups.append([new] * seats)
         sp = self.config.selfplay
         judges = sp.get("tournament", {}).get("judges") or []
-        agents.update({j: sp["agents"][j] for j in judges})
+        if judge is not None:
+            judges = [judge]
+            agents[judge] = {"role": "judge", **self.config.evaluation.heldout_judges[judge]}
+        else:
+            agents.update({j: sp["agents"][j] for j in judges})
+        suffix = f"-{judge}" if judge else ""
         cfg = self._experiment({"game": sp["game"], "game_args": sp.get("game_args", {}),
                                 "dataset": self.config.evaluation.dataset, "agents": agents,
                                 "tournament": {"type": "custom", "matchups": matchups, "judges": judges,
                                                "flip": self.config.evaluation.flip,
                                                "repeats": self.config.evaluation.repeats},
-                                "run": sp.get("run", {})}, f"{self.config.name}-eval-{k}")
+                                "run": sp.get("run", {})}, f"{self.config.name}-eval-{k}{suffix}")
         return cfg
 
     def _seats(self) -> int:
@@ -303,8 +311,14 @@ class Loop:
         return len(game.competitors())
 
     def evaluate(self, k: int) -> dict[str, Any]:
+        """Held-out cross-play under the training judges, then under each held-out judge."""
         run_dir = self._run(self.eval_experiment(k), f"eval-{k}")
-        return evaluation_summary(run_dir, f"{self.config.alias}@{k}", self.config.selfplay["game"])
+        new, game = f"{self.config.alias}@{k}", self.config.selfplay["game"]
+        out = evaluation_summary(run_dir, new, game)
+        for judge in self.config.evaluation.heldout_judges:
+            held = self._run(self.eval_experiment(k, judge), f"eval-{k}-{judge}")
+            out.setdefault("heldout_judges", {})[judge] = evaluation_summary(held, new, game)
+        return out
 
     # -- the loop ------------------------------------------------------------------------------
     def run(self, restart_from: str | None = None) -> Path:
@@ -346,7 +360,9 @@ class Loop:
     def _outputs(self, k: int, stage: str) -> list[Path]:
         return {"play": [self.dir / "runs" / f"play-{k}", self.dir / "configs" / f"play-{k}.yaml"],
                 "export": [self.dir / f"iter-{k}" / "data"], "train": [self.dir / f"iter-{k}" / "adapter"],
-                "evaluate": [self.dir / "runs" / f"eval-{k}", self.dir / "configs" / f"eval-{k}.yaml"]
+                "evaluate": [self.dir / "runs" / f"eval-{k}", self.dir / "configs" / f"eval-{k}.yaml",
+                     *[self.dir / d / f"eval-{k}-{j}{x}" for j in self.config.evaluation.heldout_judges
+                       for d, x in (("runs", ""), ("configs", ".yaml"))]]
                 }.get(stage, [])
 
     def write_report(self) -> Path:
@@ -368,6 +384,19 @@ def base_entry(config: LoopConfig, file: str) -> dict[str, Any]:
     except KeyError:
         raise SparringError(f"{file}: train.model {model!r} is neither a model name nor a directory") from None
     return {"backend": base.backend, "args": dict(base.args), "sampling": dict(base.sampling)}
+
+
+def pair_diagnostics(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """What a DPO iteration's pairs look like: mean words of the chosen and the rejected reply
+    (a length gap the loss can learn instead of the preference) and the mean value gap."""
+    if not rows:
+        return {}
+
+    def words(side: str) -> float:
+        return sum(len(" ".join(m["content"] for m in r[side]).split()) for r in rows) / len(rows)
+
+    return {"chosen_words": words("chosen"), "rejected_words": words("rejected"),
+            "value_gap": sum(float(r.get("margin", 0.0)) for r in rows) / len(rows)}
 
 
 def evaluation_summary(run_dir: str | Path, new: str, game: str) -> dict[str, Any]:
@@ -409,4 +438,8 @@ def load_loop(name_or_path: str) -> tuple[LoopConfig, str]:
     config = load_yaml_model(LoopConfig, path)
     if not config.name:
         config = config.model_copy(update={"name": path.stem})
+    if config.models_file and not Path(config.models_file).expanduser().is_absolute():
+        beside = path.parent / config.models_file  # a relative models file is read beside the config
+        if beside.is_file() and not Path(config.models_file).is_file():
+            config = config.model_copy(update={"models_file": str(beside.resolve())})
     return config, str(path)

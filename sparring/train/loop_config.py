@@ -47,6 +47,10 @@ class EvalSettings(Strict):
     dataset: dict[str, Any] = Field(description="the `dataset:` block of the evaluation games (held-out split)")
     flip: bool = True
     repeats: int = Field(1, ge=1)
+    heldout_judges: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="judges never used in training (agent name -> agent config, e.g. "
+        "{model: evidence-judge}): every evaluation is also judged by each, so a gain that appears only under "
+        "the training judge shows as such")
 
 
 class LoopConfig(Strict):

@@ -37,6 +37,7 @@ def loop_report(out_dir: Path, config: Any, state: dict[str, Any]) -> Path:
     plot = _plot(out_dir, xs, vs_base, vs_prev)
     games = _game_rows(config, state)
     preference = preference_rows(out_dir, config, state)
+    heldout = heldout_judge_rows(config, state)
     text = "\n".join([
         f"# {'Iterative DPO' if config.method == 'dpo' else 'Self-play SFT'}: {config.name}", "",
         f"Base model `{config.train.model}`; adapters registered as `{config.alias}@k` in `{out_dir / 'models.yaml'}`.",
@@ -44,6 +45,7 @@ def loop_report(out_dir: Path, config: Any, state: dict[str, Any]) -> Path:
         "win rate vs base [95% CI] | vs previous | BT rating | judge accuracy | stages done |",
         "|---|---|---|---|---|---|---|---|", *rows, "",
         *([f"![win rate per iteration]({plot.name})", ""] if plot else []),
+        *heldout,
         *preference,
         *games,
         "Win rates count the new policy's games against each model on the held-out evaluation instances (both "
@@ -52,6 +54,25 @@ def loop_report(out_dir: Path, config: Any, state: dict[str, Any]) -> Path:
     path = out_dir / "report.md"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def heldout_judge_rows(config: Any, state: dict[str, Any]) -> list[str]:
+    """Each iteration under the training judge and under every held-out judge, side by side."""
+    judges = list(getattr(config.evaluation, "heldout_judges", {}) or {})
+    if not judges:
+        return []
+    header = " | ".join(f"{j}: win rate vs base | {j}: judge accuracy" for j in ["training judge", *judges])
+    lines = []
+    for k in range(1, config.iterations + 1):
+        ev = (state["iterations"].get(str(k)) or {}).get("evaluate") or {}
+        blocks = [ev, *[(ev.get("heldout_judges") or {}).get(j) or {} for j in judges]]
+        cells = [f"{_rate((b.get('vs') or {}).get('base'))} | {fmt_num((b.get('judge_accuracy') or {}).get('accuracy'))}"
+                 for b in blocks]
+        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    return ["## Under a judge not used in training", "", f"| iteration | {header} |",
+            "|---|" + "---|" * (2 * (len(judges) + 1)), *lines, "",
+            "A gain that shows under the training judge but not under a held-out judge is what the training judge "
+            "rewards, not necessarily a better debater (judge hacking).", ""]
 
 
 PREFERENCE_COLUMNS = (("loss", "loss"), ("soft/floor", "floor (entropy of p)"),
@@ -70,17 +91,20 @@ def preference_rows(out_dir: Path, config: Any, state: dict[str, Any]) -> list[s
     """DPO iterations: the last logged training step's loss, floor, rewards, margin and accuracy."""
     lines, points = [], []
     for k in range(1, config.iterations + 1):
-        metrics = ((state["iterations"].get(str(k)) or {}).get("train") or {}).get("metrics") or {}
+        it = state["iterations"].get(str(k)) or {}
+        metrics = (it.get("train") or {}).get("metrics") or {}
         if "rewards/margins" not in metrics:
             continue
+        ex = it.get("export") or {}
         points.append((k, metrics))
-        lines.append(f"| {k} | " + " | ".join(fmt_num(metrics.get(key)) for key, _ in PREFERENCE_COLUMNS) + " |")
+        lines.append(f"| {k} | " + " | ".join(fmt_num(metrics.get(key)) for key, _ in PREFERENCE_COLUMNS)
+                     + f" | {fmt_num(ex.get('chosen_words'))} | {fmt_num(ex.get('rejected_words'))} |")
     if not lines:
         return []
     plot = _plot_preference(out_dir, points)
     return ["## Preference training (last logged step of each iteration)", "",
-            "| iteration | " + " | ".join(label for _, label in PREFERENCE_COLUMNS) + " |",
-            "|---|" + "---|" * len(PREFERENCE_COLUMNS), *lines, "",
+            "| iteration | " + " | ".join(label for _, label in PREFERENCE_COLUMNS) + " | chosen words | rejected words |",
+            "|---|" + "---|" * (len(PREFERENCE_COLUMNS) + 2), *lines, "",
             *([f"![preference metrics per iteration]({plot.name})", ""] if plot else []),
             "Rewards are β x (log π − log π_ref) summed over the reply (as TRL logs them); the margin is chosen "
             "minus rejected, pair accuracy the share of pairs whose chosen reward is higher. A soft-target loss "
@@ -184,10 +208,17 @@ def iteration_metrics(it: dict[str, Any]) -> dict[str, float]:
         out[f"heldout/win_rate_vs_{other}"] = block.get("win_rate")
     if ev.get("judge_accuracy"):
         out["heldout/judge_accuracy"] = ev["judge_accuracy"].get("accuracy")
+    for judge, block in (ev.get("heldout_judges") or {}).items():
+        for other, b in (block.get("vs") or {}).items():
+            out[f"heldout_judge/{judge}/win_rate_vs_{other}"] = b.get("win_rate")
+        if block.get("judge_accuracy"):
+            out[f"heldout_judge/{judge}/judge_accuracy"] = block["judge_accuracy"].get("accuracy")
     for matchup, group in (ev.get("games") or {}).items():
         for name, value in (group.get("metrics") or {}).items():
             out[f"heldout/{matchup}/{name}"] = value.get("value")
     out["train/loss"], out["train/steps"], out["train/rows"] = tr.get("loss"), tr.get("steps"), ex.get("rows")
+    for key in ("chosen_words", "rejected_words", "value_gap"):
+        out[f"pairs/{key}"] = ex.get(key)
     for name, value in (tr.get("metrics") or {}).items():
         out[f"train/{name}"] = value
     return {k.replace(" ", "_"): float(v) for k, v in out.items()
