@@ -43,24 +43,28 @@ SIZES: dict[str, dict[str, Any]] = {
     "full": {**SFT_SIZES["full"], "rl_games": 32, "ppo_steps": 12, "grpo_steps": 12, "episodes": 8,
              "ei_games": 64, "ei_steps": 32, "tokens": 12},
 }
-APPLIANCES = {"roast": "oven", "fry": "stove", "grill": "bbq"}
+# What TextWorldExpress's CookingWorld cooks with (its gold agent: `cook X in <appliance>`): fry on the
+# stove, roast in the oven, grill on the barbeque in the backyard (worlds of 3 rooms or more) or in
+# the toaster (smaller worlds)
+APPLIANCES = {"roast": {"oven"}, "fry": {"stove"}, "grill": {"barbeque", "toaster"}}
+COOK = re.compile(r"cook (.+?) in (?:the )?(oven|stove|toaster|barbeque)\b")
 
 
 def appliance_errors(records: list[Any]) -> list[bool]:
     """Per game: lost after cooking an ingredient with an appliance that the recipe (as the game
-    showed it) does not ask for (roast -> oven, fry -> stove, grill -> BBQ)."""
+    showed it) does not ask for (roast -> oven, fry -> stove, grill -> barbeque or toaster)."""
     flags = []
     for r in records:
         flags.append(False)
         if r.outcome and r.outcome.metrics.get("success"):
             continue
         recipe = next((e.content for e in r.events if "Directions:" in e.content), "")
-        wanted: dict[str, str] = {}
+        wanted: dict[str, set[str]] = {}
         for verb, item in re.findall(r"(roast|fry|grill) the ([a-z ]+)", recipe.lower()):
             wanted[item.strip()] = APPLIANCES[verb]
         for e in r.events:
-            m = re.match(r"cook (.+) with (oven|stove|bbq)", e.content.lower()) if e.tag == "command" else None
-            if m and m.group(1).strip() in wanted and wanted[m.group(1).strip()] != m.group(2):
+            m = COOK.match(e.content.strip().lower()) if e.tag == "command" else None
+            if m and m.group(1).strip() in wanted and m.group(2) not in wanted[m.group(1).strip()]:
                 flags[-1] = True
                 break
     return flags
