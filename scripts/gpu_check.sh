@@ -9,7 +9,7 @@
 # tokenizer into one git-ignored folder (default gpu_kit/, at most 60 MiB). run: installs the kit's
 # wheels into a temporary folder (nothing is installed into the image), then every part in its own
 # process under its own time cap; a failing part does not stop the others. Reports: DIR/gpu_check.json,
-# DIR/gpu_check.md (DIR defaults to $OUT when set). See the README, "Checking a GPU machine".
+# DIR/gpu_check.md (DIR defaults to $OUT when set). See docs/gpu.md.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cmd="${1:-}"

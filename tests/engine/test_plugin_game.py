@@ -17,7 +17,7 @@ PLUGIN = Path(__file__).parent.parent / "plugins" / "coinflip"
 
 
 def test_an_entry_point_game_plays_end_to_end(tmp_path):
-    """The README's "write your own game" example, as shipped in tests/plugins/coinflip/."""
+    """The documentation's "write your own game" example (docs/games/plugins.md), as shipped in tests/plugins/coinflip/."""
     import shutil
 
     for name in ("coins.yaml", "models.yaml"):
@@ -36,10 +36,10 @@ def test_an_entry_point_game_plays_end_to_end(tmp_path):
 
 
 def test_the_readme_example_is_the_tested_plugin():
-    """Every file the README's "write your own game" section shows is the file this test runs."""
+    """Every file docs/games/plugins.md ("write your own game") shows is the file this test runs."""
     import re
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).parents[2] / "docs" / "games" / "plugins.md").read_text(encoding="utf-8")
     blocks = re.findall(r"<!-- file: (\S+) -->\n```\w*\n(.*?)```", readme, re.DOTALL)
     assert len(blocks) >= 4
     for path, text in blocks:
