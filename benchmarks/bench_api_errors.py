@@ -12,6 +12,7 @@ server calls with one 400 (the batch was cancelled and re-run request by request
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -41,7 +42,14 @@ def run(server: FakeAPIServer, fail: bool) -> tuple[float, int, int]:
     return wall, len(server.requests), failed
 
 
+def build_parser() -> argparse.ArgumentParser:
+    """No options (--help only; tests/test_doc_commands.py checks the documented command lines against it)."""
+    return argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def main() -> None:
+    build_parser().parse_args()
     server = FakeAPIServer().start()
     try:
         run(server, fail=False)  # warm-up: client, event loop, server

@@ -111,7 +111,8 @@ def _warm_up(model: Model) -> None:
     model.score([ScoreRequest(messages=msgs, options=["yes", "no"])])
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line (tests/test_doc_commands.py checks the documented ones against it)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--questions", type=int, default=8, help="questions (x2 with flip = debates)")
     ap.add_argument("--people", type=int, default=2, help="people per generated story (story length)")
@@ -129,7 +130,11 @@ def main() -> None:
     ap.add_argument("--ceiling", action="store_true",
                     help="also (d): (b)'s requests one per call — the backend's own batching gain b/d "
                          "bounds what a/c can reach on this hardware")
-    a = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    a = build_parser().parse_args()
 
     from sparring.models.registry import create_model, get_model_spec, load_model_specs
 

@@ -230,7 +230,8 @@ def run_one(workload: str, episodes: int, max_live: int, profile: bool, breakdow
             "store_mb": size / 1e6, "max_live": max_live, "workers": workers, "yardstick_us": yard}
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line (tests/test_doc_commands.py checks the documented ones against it)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--episodes", type=int, default=10_000)
     ap.add_argument("--workload", choices=[*LABELS, "all"], default="all")
@@ -246,7 +247,11 @@ def main() -> None:
                     help="runs per setting; prints the best run (other load on a shared machine only ever "
                          "slows a run down, as timeit assumes) and the median and worst rates")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    a = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    a = build_parser().parse_args()
     from sparring.engine.workers import resolve_workers
 
     if a.child:

@@ -24,7 +24,8 @@ PROMPT = ("You are judging a debate about whether the narrator of a short story 
           "Summarise the strongest argument for each side in two sentences.")
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line (tests/test_doc_commands.py checks the documented ones against it)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="bundled:smollm2-135m", help="hf model (hub id, dir, bundled:...)")
     parser.add_argument("--batch-sizes", default="1,4,16,32", help="comma-separated batch sizes")
@@ -36,7 +37,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     parser.add_argument("--json", default=None, help="also write the results to this JSON file")
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> list[dict]:

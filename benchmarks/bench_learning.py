@@ -24,10 +24,9 @@ import sys
 from pathlib import Path
 
 
-def main() -> int:
-    from sparring.errors import SparringError
-    from sparring.train.learning.report import check_results
-    from sparring.train.learning.suite import ORDER, run_suite
+def build_parser() -> argparse.ArgumentParser:
+    """The command line (tests/test_doc_commands.py checks the documented ones against it)."""
+    from sparring.train.learning.suite import ORDER
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--suite", choices=["quick", "full"], default="quick")
@@ -37,7 +36,15 @@ def main() -> int:
     ap.add_argument("--only", default=None, help=f"comma-separated experiments (default all: {','.join(ORDER)})")
     ap.add_argument("--dond-data", default=None, help="the Deal or No Deal human dialogues (data.txt, or a folder "
                     "holding it); default: $SPARRING_DATA_DIR or `sparring data fetch dond-dialogues`")
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> int:
+    from sparring.errors import SparringError
+    from sparring.train.learning.report import check_results
+    from sparring.train.learning.suite import ORDER, run_suite
+
+    args = build_parser().parse_args()
     only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
     data = {"dond-dialogues": args.dond_data} if args.dond_data else None
     try:

@@ -123,7 +123,8 @@ def run(args: argparse.Namespace, **kw) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line (tests/test_doc_commands.py checks the documented ones against it)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2-135m", help="a models.yaml name, a directory, or 'tiny'")
     ap.add_argument("--data", default=None, help="the Deal or No Deal human dialogues (data.txt or its folder)")
@@ -136,7 +137,11 @@ def main() -> None:
     ap.add_argument("--gc", action="store_true")
     ap.add_argument("--only", choices=("gc", "lr"), help="run only one of the two measurements")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    args = build_parser().parse_args()
     from sparring.datafiles import resolve
 
     args.data = str(resolve("dond-dialogues", args.data, "--data PATH"))

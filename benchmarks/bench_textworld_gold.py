@@ -18,11 +18,16 @@ from sparring.engine.play import Arena
 from sparring.models.scripted import ScriptedModel
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line (tests/test_doc_commands.py checks the documented ones against it)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--episodes", type=int, default=100)
     ap.add_argument("--max-live", type=int, default=8)
-    a = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    a = build_parser().parse_args()
     config = {"name": "bench-textworld-gold", "game": "textworld_cooking", "game_args": {"max_steps": 30},
               "dataset": {"name": "cookingworld", "split": "train", "limit": a.episodes},
               "agents": {"gold": {"role": "player", "model": "gold"}},

@@ -19,23 +19,28 @@ import tempfile
 import time
 from pathlib import Path
 
-from transformers import TrainerCallback
 
+def step_timer():
+    """A TrainerCallback timing each optimizer step (transformers is imported here, so that `--help`
+    and importing this file stay instant)."""
+    from transformers import TrainerCallback
 
-class StepTimer(TrainerCallback):
-    def __init__(self) -> None:
-        self.times: list[float] = []
-        self._t = 0.0
+    class StepTimer(TrainerCallback):
+        def __init__(self) -> None:
+            self.times: list[float] = []
+            self._t = 0.0
 
-    def on_step_begin(self, args, state, control, **kwargs):
-        self._t = time.perf_counter()
+        def on_step_begin(self, args, state, control, **kwargs):
+            self._t = time.perf_counter()
 
-    def on_step_end(self, args, state, control, **kwargs):
-        self.times.append(time.perf_counter() - self._t)
+        def on_step_end(self, args, state, control, **kwargs):
+            self.times.append(time.perf_counter() - self._t)
 
-    def median(self) -> float:
-        timed = self.times[1:] or self.times
-        return statistics.median(timed)
+        def median(self) -> float:
+            timed = self.times[1:] or self.times
+            return statistics.median(timed)
+
+    return StepTimer()
 
 
 def rows(n: int, words: int) -> tuple[list[dict], list[dict]]:
@@ -58,13 +63,18 @@ def tokens(tokenizer, rows_: list[dict], kind: str) -> float:
     return statistics.mean(n(r["prompt"] + r["chosen"]) + n(r["prompt"] + r["rejected"]) for r in rows_)
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line (tests/test_doc_commands.py checks the documented ones against it)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2-135m", help="a models.yaml name, a directory, or 'tiny'")
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--batch-size", type=int, default=2)
     ap.add_argument("--words", type=int, default=180, help="story words per prompt")
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    args = build_parser().parse_args()
 
     from sparring.train.config import TrainSettings
     from sparring.train.policy import load_policy
@@ -85,7 +95,7 @@ def main() -> None:
                                   ("dpo", train_dpo, dpo_rows, {"method": "dpo"}),
                                   ("soft_dpo", train_dpo, dpo_rows, {"method": "dpo", "dpo": {"soft": True}})):
         settings = TrainSettings(**common, **extra)
-        timer = StepTimer()
+        timer = step_timer()
         policy = load_policy(settings)
         fn(data, settings, work / name, model_and_tokenizer=policy, callbacks=[timer])
         per_row = tokens(policy[1], data, "sft" if name == "sft" else "dpo")

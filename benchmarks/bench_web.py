@@ -59,12 +59,17 @@ def line(label: str, t: tuple[float, float, int, int], note: str = "") -> None:
     print(f"{label:<46} {t[0]:7.1f} ms wall {t[1]:7.1f} ms CPU {parsed}  {note}")
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line (tests/test_doc_commands.py checks the documented ones against it)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--episodes", type=int, default=10_000)
     ap.add_argument("--story-words", type=int, default=600)
     ap.add_argument("--runs", type=int, default=10_000, help="run directories for the runs-list timing (0: skip)")
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    args = build_parser().parse_args()
     warnings.filterwarnings("ignore", message=".*httpx.*")  # starlette's TestClient notice
     from fastapi.testclient import TestClient
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python
-"""Online GRPO where a rollout is a whole game played through the engine:
+"""Online RL (GRPO, or PPO with `algorithm: ppo`) where a rollout is a whole game played through the engine:
 
     python scripts/run_grpo.py --configuration grpo-quickstart [--dry-run] [--max-minutes M] [--restart]
+    python scripts/run_grpo.py --configuration ppo-textworld
 
 Same as `sparring train grpo CONFIG`.
 """

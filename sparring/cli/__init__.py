@@ -6,6 +6,11 @@ that defines `register` is registered, in name order, with no list to edit. Keep
 light: heavy libraries (torch, transformers) are imported inside the command functions, so
 `sparring --help` stays instant.
 
+The scripts in scripts/ call a `NAME_main` function of this package (or `main([...])`, the root app
+with fixed leading arguments); each `NAME_main` has a `NAME_app` beside it that builds the same
+Typer app without running it, taking the arguments of `NAME_main` that shape the app.
+tests/test_doc_commands.py relies on that pairing to parse every documented command line in-process.
+
 User-facing errors (`SparringError`, pydantic `ValidationError`) are printed as one red message
 with exit code 2 instead of a traceback; set SPARRING_DEBUG=1 to see the traceback.
 """

@@ -126,13 +126,11 @@ def register(app: typer.Typer) -> None:
     app.command("report")(report)
 
 
-def script_main(family: str, prog: str, argv: list[str] | None = None) -> None:
-    """Body of scripts/run_debate.py and scripts/run_negotiation.py (`--configuration NAME`): the
-    same as `sparring run`, for any game; `family` only names the script's usual game in --help."""
-    from pydantic import ValidationError
-
-    from sparring.errors import SparringError
-
+def script_app(family: str) -> typer.Typer:
+    """The command line of scripts/run_debate.py and scripts/run_negotiation.py (`--configuration
+    NAME`), built without running it (`script_main` runs it; tests/test_doc_commands.py parses the
+    docs' command lines with it): the same as `sparring run`, for any game; `family` only names the
+    script's usual game in --help."""
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
     @app.command(help=f"Run a {family} experiment by configuration name; resumable with --resume.")
@@ -150,6 +148,16 @@ def script_main(family: str, prog: str, argv: list[str] | None = None) -> None:
                         max_live=max_live, workers=_workers(workers), seed=seed, run_name=run_name, quiet=quiet),
              report=not no_report)
 
+    return app
+
+
+def script_main(family: str, prog: str, argv: list[str] | None = None) -> None:
+    """Body of scripts/run_debate.py and scripts/run_negotiation.py: runs `script_app(family)` as `prog`."""
+    from pydantic import ValidationError
+
+    from sparring.errors import SparringError
+
+    app = script_app(family)
     debug = os.environ.get("SPARRING_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
     try:
         app(args=argv, prog_name=prog, standalone_mode=True)

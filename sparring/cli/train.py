@@ -156,10 +156,11 @@ def loop(configuration: str = typer.Argument(..., help="Loop config name (config
 
 
 @app.command("grpo")
-def grpo(configuration: str = typer.Argument(..., help="GRPO config name (configs/train/NAME.yaml) or path."),
+def grpo(configuration: str = typer.Argument(..., help="Online RL config name (configs/train/NAME.yaml) or path."),
          dry_run: bool = DryRun, max_minutes: float | None = Minutes, restart: bool = Restart,
          report_to: list[str] | None = ReportTo) -> None:
-    """Online GRPO: the learner plays whole games through the engine; the outcome is the reward."""
+    """Online RL, GRPO or PPO (`algorithm:`): the learner plays whole games through the engine; the
+    outcome and per-step rewards are the reward."""
     from rich.console import Console
 
     from sparring.train import distributed
@@ -191,10 +192,10 @@ Configuration = typer.Option(None, "--configuration", "-c", help="Config name (c
 ConfigArg = typer.Argument(None, metavar="[CONFIGURATION]", help="The same as --configuration.", show_default=False)
 
 
-def _script(prog: str, help_text: str, grpo_script: bool = False) -> None:
-    """Body of the training scripts: `--configuration X [options]`, the same as `sparring train
-    loop|grpo X [options]`, with the script's own --help."""
-    from sparring.cli.common import run_guarded
+def _script_app(prog: str, help_text: str, grpo_script: bool = False) -> typer.Typer:
+    """The command line of a training script: `--configuration X [options]`, the same as `sparring
+    train loop|grpo X [options]`, with the script's own --help. Built without running it (the
+    `*_main` functions run it; tests/test_doc_commands.py parses the docs' command lines with it)."""
     from sparring.errors import SparringError
 
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
@@ -221,20 +222,43 @@ def _script(prog: str, help_text: str, grpo_script: bool = False) -> None:
             loop(name(configuration, positional), dry_run=dry_run, max_minutes=max_minutes, restart_from=restart_from,
                  report_to=report_to)
 
+    return app
+
+
+def _run_script(prog: str, app: typer.Typer) -> None:
+    from sparring.cli.common import run_guarded
+
     run_guarded(lambda: app(prog_name=prog, standalone_mode=True))
 
 
+def loop_app() -> typer.Typer:
+    """scripts/run_iterative_dpo.py's command line (`loop_main` runs it)."""
+    return _script_app("run_iterative_dpo.py", "Iterative DPO (method: dpo): self-play as branched rollouts or "
+                       "best-of-N -> DPO pairs -> DPO -> ALIAS@k -> held-out cross-play, K times; resumable stage "
+                       "by stage.")
+
+
+def selfplay_app() -> typer.Typer:
+    """scripts/run_selfplay_sft.py's command line (`selfplay_main` runs it)."""
+    return _script_app("run_selfplay_sft.py", "Self-play SFT (method: sft, lm-selfplay): games of the policy -> the "
+                       "games that pass the keep filter -> SFT on its turns -> ALIAS@k -> held-out evaluation, K "
+                       "times; resumable stage by stage.")
+
+
+def grpo_app() -> typer.Typer:
+    """scripts/run_grpo.py's command line (`grpo_main` runs it)."""
+    return _script_app("run_grpo.py", "Online RL (algorithm: grpo or ppo): the learner plays whole games through "
+                       "the engine with its current weights; the outcome (and per-step rewards) are the reward. "
+                       "Checkpointed; a rerun resumes.", grpo_script=True)
+
+
 def loop_main() -> None:
-    _script("run_iterative_dpo.py", "Iterative DPO (method: dpo): self-play as branched rollouts or best-of-N -> DPO "
-            "pairs -> DPO -> ALIAS@k -> held-out cross-play, K times; resumable stage by stage.")
+    _run_script("run_iterative_dpo.py", loop_app())
 
 
 def selfplay_main() -> None:
-    _script("run_selfplay_sft.py", "Self-play SFT (method: sft, lm-selfplay): games of the policy -> the games that "
-            "pass the keep filter -> SFT on its turns -> ALIAS@k -> held-out evaluation, K times; resumable stage "
-            "by stage.")
+    _run_script("run_selfplay_sft.py", selfplay_app())
 
 
 def grpo_main() -> None:
-    _script("run_grpo.py", "Online GRPO: the learner plays whole games through the engine with its current "
-            "weights; the episode outcome is the reward. Checkpointed; a rerun resumes.", grpo_script=True)
+    _run_script("run_grpo.py", grpo_app())

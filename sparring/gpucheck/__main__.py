@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line (tests/test_doc_commands.py parses the docs' `gpu_check.sh` lines with it)."""
     ap = argparse.ArgumentParser(prog="python -m sparring.gpucheck", description=__doc__)
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("prepare", help="build the kit folder (needs the package index)")
@@ -22,7 +23,11 @@ def main(argv: list[str] | None = None) -> int:
     one.add_argument("name")
     one.add_argument("--work", type=Path, required=True)
     one.add_argument("--cpu", action="store_true")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.command == "prepare":
         from sparring.errors import SparringError
         from sparring.gpucheck.kit import prepare
