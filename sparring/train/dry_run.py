@@ -162,7 +162,8 @@ def grpo_plan(config: Any, file: str) -> dict[str, Any]:
     from sparring.engine.play import Arena
     from sparring.models.scripted import ScriptedModel
     from sparring.train.online.grpo.rollout import LEARNER
-    from sparring.train.online.grpo.trainer import check_config, experiment_models_file, state_for
+    from sparring.train.online.grpo.trainer import check_config, state_for
+    from sparring.train.online.learner import experiment_models_file
 
     check_config(config, file)
     check_base(config.model, experiment_models_file(config, file))

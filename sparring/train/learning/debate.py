@@ -55,6 +55,13 @@ MAX_LIVE = 16
 DATA_ARGS = {"people": 2, "filler_sentences": 0}
 
 
+def p_correct(record: Any) -> float | None:
+    """The judge's probability of the correct answer, as the debate game's outcome states it (its
+    headline metric `p_correct`); None for an episode without a verdict."""
+    value = (record.outcome.metrics if record.outcome is not None else {}).get("p_correct")
+    return None if value is None else float(value)
+
+
 def _dataset(split: str, n: int) -> dict[str, Any]:
     return {"name": "generated", "split": split, "limit": n, "args": DATA_ARGS}
 
@@ -166,8 +173,6 @@ def judge_accuracy(ctx: Context, policy: str, tag: str, size: dict[str, Any]) ->
     double consultancy, the judge's accuracy (P(correct) > 0.5; a tie counts half) and mean
     P(correct), under the training judge and the held-out judge; per (question, side) values for
     pairing. Format -> {metrics, per}."""
-    from sparring.games.debate.report_stats import p_correct
-
     sampling = {"temperature": 0.0, "max_new_tokens": size["tokens"]}
     out: dict[str, dict[str, Any]] = {}
     for fmt in FORMATS:

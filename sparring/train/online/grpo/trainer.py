@@ -21,12 +21,13 @@ from typing import Any
 from rich.console import Console
 
 from sparring.config_io import load_yaml_model
-from sparring.errors import ConfigError, SparringError
+from sparring.errors import SparringError
 from sparring.train import distributed
 from sparring.train.fingerprint import OutputState
 from sparring.train.online.grpo.config import GRPOConfig
 from sparring.train.online.grpo.rollout import LEARNER, EpisodeRollout, episode_reward, prompt_rows
 from sparring.train.online.grpo.vllm_rollout import trl_vllm_args
+from sparring.train.online.learner import experiment_models_file, learner_temperature
 
 # Keys that may change between a run and its resumption (`max_steps`: train on for longer).
 RESUMABLE = ("name", "description", "output_dir", "max_steps", "max_minutes", "logging_steps", "save_steps",
@@ -47,35 +48,6 @@ def load_grpo(name_or_path: str) -> tuple[GRPOConfig, str]:
             raise SparringError(f"no GRPO configuration {name_or_path!r} (looked in configs/train/)")
     config = load_yaml_model(GRPOConfig, path)
     return (config if config.name else config.model_copy(update={"name": path.stem})), str(path)
-
-
-def learner_temperature(arena: Any, config: GRPOConfig, file: str) -> float:
-    """The learner's sampling temperature; greedy sampling is refused: every episode of a group
-    would be the same game, so every advantage would be zero and nothing would train."""
-    agent = arena.agents.get(config.learner_agent)
-    if agent is None:
-        raise ConfigError(f"experiment.agents has no learner agent {config.learner_agent!r}",
-                          file=file, key="learner_agent")
-    temperature = float(agent.sampling.temperature)
-    if temperature == 0.0 and config.num_generations > 1:
-        raise ConfigError(f"the learner's sampling temperature is 0 (greedy; "
-                          f"also the default) with num_generations={config.num_generations}: the "
-                          f"{config.num_generations} episodes of a group would be identical and have zero "
-                          "advantage. Set a temperature > 0 (e.g. 1.0)",
-                          file=file, key=f"experiment.agents.{config.learner_agent}.sampling.temperature")
-    return temperature
-
-
-def experiment_models_file(config: GRPOConfig, file: str) -> str | None:
-    """The experiment's `models_file` (relative paths beside the config), where `model` may be named
-    (None when there is none; a missing file is reported where the experiment is resolved)."""
-    name = config.experiment.get("models_file")
-    if not name:
-        return None
-    path = Path(str(name)).expanduser()
-    if not path.is_absolute() and Path(file).is_file():
-        path = Path(file).parent / path
-    return str(path) if path.is_file() else None
 
 
 def output_dir(config: GRPOConfig) -> Path:

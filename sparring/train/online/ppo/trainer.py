@@ -63,7 +63,7 @@ class PPOTrainer:
         from sparring.models.hf import HFModel
         from sparring.train.config import TrainSettings
         from sparring.train.online.grpo.rollout import LEARNER, EpisodeRollout, prompt_rows
-        from sparring.train.online.grpo.trainer import experiment_models_file, learner_temperature
+        from sparring.train.online.learner import experiment_models_file, learner_temperature
         from sparring.train.online.ppo.value import ValueHead, hidden_size, load_head
         from sparring.train.policy import load_policy, lora_config, with_new_adapter
 

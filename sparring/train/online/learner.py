@@ -1,0 +1,40 @@
+"""What an online RL config's experiment says about its learner, read the same way by GRPO and PPO
+(and by the dry run) before any weights load: the learner's sampling temperature and the models
+file its `model` may be named in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sparring.errors import ConfigError
+from sparring.train.online.grpo.config import GRPOConfig
+
+
+def learner_temperature(arena: Any, config: GRPOConfig, file: str) -> float:
+    """The learner's sampling temperature; greedy sampling is refused: every episode of a group
+    would be the same game, so every advantage would be zero and nothing would train."""
+    agent = arena.agents.get(config.learner_agent)
+    if agent is None:
+        raise ConfigError(f"experiment.agents has no learner agent {config.learner_agent!r}",
+                          file=file, key="learner_agent")
+    temperature = float(agent.sampling.temperature)
+    if temperature == 0.0 and config.num_generations > 1:
+        raise ConfigError(f"the learner's sampling temperature is 0 (greedy; "
+                          f"also the default) with num_generations={config.num_generations}: the "
+                          f"{config.num_generations} episodes of a group would be identical and have zero "
+                          "advantage. Set a temperature > 0 (e.g. 1.0)",
+                          file=file, key=f"experiment.agents.{config.learner_agent}.sampling.temperature")
+    return temperature
+
+
+def experiment_models_file(config: GRPOConfig, file: str) -> str | None:
+    """The experiment's `models_file` (relative paths beside the config), where `model` may be named
+    (None when there is none; a missing file is reported where the experiment is resolved)."""
+    name = config.experiment.get("models_file")
+    if not name:
+        return None
+    path = Path(str(name)).expanduser()
+    if not path.is_absolute() and Path(file).is_file():
+        path = Path(file).parent / path
+    return str(path) if path.is_file() else None
