@@ -100,11 +100,13 @@ class AgentConfig(Strict):
     role: str = Field(description="the game role this agent plays (debater, judge, negotiator, ...)")
     agent: str | None = Field(None, description="registered agent behaviour (text, judge, ...); "
                                                 "default: the agent registered under the role, else text")
-    model: str
+    model: str = Field(description="a models-file name, a Hugging Face id or a model directory")
     prompts: str | None = Field(None, description="prompt set name; default: the game's set for the role")
-    prompt_overrides: dict[str, str | list[str]] = Field(default_factory=dict)
-    sampling: dict[str, Any] = Field(default_factory=dict)
-    adapter: str | None = None
+    prompt_overrides: dict[str, str | list[str]] = Field(default_factory=dict, description="template name -> "
+                                                         "replacement text for this agent")
+    sampling: dict[str, Any] = Field(default_factory=dict, description="temperature, top_p, max_new_tokens, stop, "
+                                     "seed: over the model spec's defaults")
+    adapter: str | None = Field(None, description="a LoRA adapter of the model spec to use (its `adapters:` name)")
 
 
 class Agent(ABC):

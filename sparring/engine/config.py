@@ -24,13 +24,13 @@ TournamentType = Literal["self_play", "round_robin", "custom", "capped", "swiss"
 class TournamentConfig(Strict):
     """Who plays whom. `participants` fill the non-judge seats; `judges` the judge seat."""
 
-    type: TournamentType = "self_play"
-    participants: list[str] = Field(default_factory=list)
+    type: TournamentType = Field("self_play", description="how participants are paired (see Tournament types)")
+    participants: list[str] = Field(default_factory=list, description="agents that fill the competing seats")
     judges: list[str] = Field(default_factory=list, description="several judges form one panel seat")
     matchups: list[list[str]] = Field(default_factory=list, description="custom: [[a, b], ...]")
     self_pairs: bool = Field(False, description="round_robin/capped/swiss: also play a vs a")
     flip: bool = Field(False, description="also play every episode mirrored (sides / seat order swapped)")
-    repeats: int = Field(1, ge=1)
+    repeats: int = Field(1, ge=1, description="play every pairing on every instance this many times")
     rounds: int = Field(3, ge=1, description="swiss: number of rounds")
     source_run: str | None = Field(None, description="replicate: run directory whose transcripts are re-judged")
 
@@ -71,7 +71,7 @@ class RunSettings(Strict):
 
 
 class RunConfig(Strict):
-    seed: int = 0
+    seed: int = Field(0, description="the run's seed: every episode's sampling seed derives from it")
     max_live: int = Field(64, ge=1, description="episodes advanced side by side (batch width)")
     output_dir: str | None = Field(None, description="parent of run directories (default $SPARRING_RUNS_DIR or runs/)")
     name: str | None = Field(None, description="fixed run directory name: rerunning resumes it")
@@ -104,16 +104,18 @@ class BranchConfig(Strict):
 
 class ExperimentConfig(Strict):
     name: str = Field("", description="default: the file stem")
-    description: str = ""
-    game: str = ""
-    game_args: dict[str, Any] = Field(default_factory=dict)
-    dataset: DatasetConfig | None = None
-    models_file: str | None = None
-    prompt_files: list[str] = Field(default_factory=list)
-    agents: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    tournament: TournamentConfig = Field(default_factory=TournamentConfig)
-    run: RunConfig = Field(default_factory=RunConfig)
-    branch: BranchConfig | None = None
+    description: str = Field("", description="one line shown in listings and reports")
+    game: str = Field("", description="a registered game (debate, dond, taboo, wordle, textworld_cooking, textarena, ...)")
+    game_args: dict[str, Any] = Field(default_factory=dict, description="the game's own settings, checked by the game")
+    dataset: DatasetConfig | None = Field(None, description="where the instances come from")
+    models_file: str | None = Field(None, description="a models file adding or overriding model names (relative: "
+                                                      "beside this file)")
+    prompt_files: list[str] = Field(default_factory=list, description="extra prompt-set YAML files")
+    agents: dict[str, dict[str, Any]] = Field(default_factory=dict, description="name -> agent settings "
+                                              "(AgentConfig, plus the agent kind's own keys)")
+    tournament: TournamentConfig = Field(default_factory=TournamentConfig, description="who plays whom")
+    run: RunConfig = Field(default_factory=RunConfig, description="seed, batch width, output, workers")
+    branch: BranchConfig | None = Field(None, description="branched rollouts for DPO pairs")
 
 
 # Keys that may differ between runs of the same experiment (shards, resumes, merges).
