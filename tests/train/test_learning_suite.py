@@ -184,3 +184,15 @@ def test_the_cli_command_refuses_an_unknown_suite(tmp_path):
     with pytest.raises(SystemExit) as e:
         main(["bench-learning", "--suite", "huge", "--output", str(tmp_path)])
     assert e.value.code == 2
+
+
+def test_the_cli_help_names_every_experiment_of_the_suite():
+    """`sparring bench-learning --help` lists the experiments without importing the suite (the help
+    stays instant), so the list is written out: it must name every experiment the suite runs."""
+    import inspect
+
+    from sparring.cli.learning import bench_learning
+    from sparring.train.learning.suite import ORDER
+
+    help_text = inspect.signature(bench_learning).parameters["only"].default.help
+    assert all(name in help_text for name in ORDER), help_text
