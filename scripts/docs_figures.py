@@ -74,15 +74,21 @@ def draw(e: dict[str, Any], out: Path) -> Path:
     metric = e["metric"]
     stages = [s for s in e["stages"] if metric in s]
     xs = list(range(len(stages)))
-    ys = [s[metric][0] for s in stages]
-    err = [[y - s[metric][1] for y, s in zip(ys, stages, strict=True)],
-           [s[metric][2] - y for y, s in zip(ys, stages, strict=True)]]
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    ax.errorbar(xs, ys, yerr=err, marker="o", capsize=4, linestyle="-" if e.get("connect", True) else "none")
+    lines = [(metric, e["metric_label"])] + [(m["key"], m["label"]) for m in e.get("also", [])]
+    for k, (key, label) in enumerate(lines):
+        pts = [(x, s[key]) for x, s in zip(xs, stages, strict=True) if key in s]
+        shift = 0.06 * k  # side by side, so that the bars do not hide each other
+        ys = [v[0] for _, v in pts]
+        err = [[v[0] - v[1] for _, v in pts], [v[2] - v[0] for _, v in pts]]
+        ax.errorbar([x + shift for x, _ in pts], ys, yerr=err, marker="o", capsize=4, label=label,
+                    linestyle="-" if e.get("connect", True) else "none")
+    if len(lines) > 1:
+        ax.legend(fontsize=8)
     if e.get("zero_line"):
         ax.axhline(0, color="grey", linewidth=0.8)
     ax.set_xticks(xs, [s["label"] for s in stages], rotation=12, fontsize=8)
-    ax.set_ylabel(e["metric_label"], fontsize=9)
+    ax.set_ylabel(e.get("y_label", e["metric_label"]), fontsize=9)
     ax.set_title(f"{e['title']} ({e['n']} held-out {e['unit']}, 95% intervals)", fontsize=9)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
