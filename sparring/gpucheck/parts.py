@@ -208,6 +208,7 @@ def hf_mid(ctx: Ctx) -> dict[str, Any]:
 
     from sparring.engine.play import Arena
     from sparring.models.hf import HFModel
+    from sparring.models.hf_attention import generation_attention
 
     model, tok = _mid_model(ctx)
     params = sum(p.numel() for p in model.parameters())
@@ -217,8 +218,9 @@ def hf_mid(ctx: Ctx) -> dict[str, Any]:
     requests = _requests(batch, new)
     prompts = [hf.prompt_text(r.messages) for r in requests]
     enc = tok(prompts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False).to(hf.device)
-    with torch.inference_mode():
-        model.generate(**enc, max_new_tokens=4, do_sample=False, pad_token_id=tok.pad_token_id)  # warm up
+    # the raw baseline runs under the backend's attention kernels, warmed up over the same lengths
+    with torch.inference_mode(), generation_attention(hf.device, hf.args.cudnn_attention):
+        model.generate(**enc, max_new_tokens=new, do_sample=False, pad_token_id=tok.pad_token_id)  # warm up
         _sync()
         t = time.perf_counter()
         gen = model.generate(**enc, max_new_tokens=new, min_new_tokens=new, do_sample=True, temperature=0.7,
@@ -245,8 +247,9 @@ def hf_mid(ctx: Ctx) -> dict[str, Any]:
     engine_rate = tokens / engine_s
     out.update(raw_tokens_per_s=round(raw_rate, 1), backend_tokens_per_s=round(backend_rate, 1),
                engine_tokens_per_s=round(engine_rate, 1), backend_over_raw=round(backend_rate / raw_rate, 3),
-               engine_over_raw=round(engine_rate / raw_rate, 3), engine_episodes=len(records), batch=batch,
-               new_tokens=new)
+               engine_over_raw=round(engine_rate / raw_rate, 3),
+               engine_over_backend=round(engine_rate / backend_rate, 3), engine_episodes=len(records),
+               batch=batch, new_tokens=new, cudnn_attention=hf.args.cudnn_attention)
     return out
 
 

@@ -59,6 +59,9 @@ class HFModel(Model):
         trust_remote_code: bool = False
         ignore_eos: bool = Field(False, description="never stop at EOS (benchmarks: fixed output length)")
         compile: bool = Field(False, description="torch.compile the forward: slow first call, for GPU runs")
+        cudnn_attention: bool = Field(
+            False, description="let attention use cuDNN on CUDA; off because cuDNN plans anew for every "
+            "key/value length, which generation meets at every step (see models/hf_attention.py)")
         prefix_cache_mb: int = Field(
             1024, ge=0, description="memory for reusing the states of already-seen prompt prefixes "
             "(earlier turns, a shared story, a judge's options); 0 disables")
@@ -274,10 +277,12 @@ class HFModel(Model):
             raise BackendError(f"model {self.name} was closed")
         import torch
 
+        from sparring.models.hf_attention import generation_attention
+
         was_training = self.model.training
         self.model.eval()
         try:
-            with torch.inference_mode():
+            with torch.inference_mode(), generation_attention(self.device, self.args.cudnn_attention):
                 yield
         finally:
             self.model.train(was_training)

@@ -38,9 +38,10 @@ SIZES: dict[str, dict[str, Any]] = {
     # quick: a pipeline check on the tiny model (one step of each arm, one-room worlds)
     "quick": {**SFT_SIZES["quick"], "rl_games": 2, "ppo_steps": 1, "grpo_steps": 1, "episodes": 2, "ei_games": 2,
               "ei_steps": 1, "tokens": 8},
-    # full: each arm sized to ~60 min here (two threads, alone): a PPO or GRPO step plays 8 games of up to
-    # 24 commands (histories ~1.4k tokens) and trains on them (~11 s per 1.3k-token sequence pass)
-    "full": {**SFT_SIZES["full"], "rl_games": 32, "ppo_steps": 12, "grpo_steps": 12, "episodes": 8,
+    # full: each arm well under 60 min here (two threads, alone): a PPO step plays 8 games of up to 24
+    # commands (~80 s with the learner's prefix cache; histories ~1.4k tokens) and trains on them (~235 s:
+    # two scoring passes and one training pass over 8 whole games), ~5.2 min a step measured
+    "full": {**SFT_SIZES["full"], "rl_games": 32, "ppo_steps": 6, "grpo_steps": 6, "episodes": 8,
              "ei_games": 64, "ei_steps": 32, "tokens": 12},
 }
 # What TextWorldExpress's CookingWorld cooks with (its gold agent: `cook X in <appliance>`): fry on the

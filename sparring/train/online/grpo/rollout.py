@@ -64,7 +64,7 @@ class EpisodeRollout:
         model = trainer.accelerator.unwrap_model(trainer.model)
         peft = getattr(model, "peft_config", None)
         default = "default" if isinstance(peft, dict) and "default" in peft else None
-        return HFModel.from_objects(model, self.tokenizer, name=LEARNER, prefix_cache_mb=0,
+        return HFModel.from_objects(model, self.tokenizer, name=LEARNER,
                                     **({"default_adapter": default} if default else {}))
 
     def jobs(self, prompts: list[Any], first: int = 0) -> list[Any]:

@@ -102,7 +102,7 @@ class PPOTrainer:
              {"params": list(self.head.parameters()), "lr": self.ppo.value_lr or config.learning_rate * 10}],
             weight_decay=config.weight_decay)
         self.params = policy_params + list(self.head.parameters())
-        self.learner = HFModel.from_objects(model, self.tokenizer, name=LEARNER, prefix_cache_mb=0,
+        self.learner = HFModel.from_objects(model, self.tokenizer, name=LEARNER,
                                             default_adapter="default")
         self.arena.pool.add(LEARNER, self.learner)
         self.rollout = EpisodeRollout(arena, config.learner_agent, self.tokenizer, config.num_generations,
