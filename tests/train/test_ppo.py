@@ -85,6 +85,8 @@ def test_ppo_trains_exactly_the_sampled_tokens_and_credits_the_turn_that_mattere
     try:
         records, items, rewards, kept = trainer.collect(0)
         assert len(records) == 8 and all(len(r) == 2 for r in rewards.values())  # two turns each
+        # the learner reuses its earlier turns' states (prefix cache) and trains the same tokens anyway
+        assert trainer.learner.prefix_cache is not None and trainer.learner.prefix_cache.hits > 0
         assert {round(r[0], 6) for r in rewards.values()} == {0.0}  # the first reply earns nothing
         for e, rec in kept.items():  # what the loss sees: the learner's sampled tokens, nothing else
             sampled = [t for i in range(len(rec.calls)) for t in sampled_ids(rec, i)]
