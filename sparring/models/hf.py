@@ -210,20 +210,23 @@ class HFModel(Model):
 
         if self.prefix_cache is None:
             return None
-        assert self.kv_layers is not None  # the cache exists only for plain key/value layers
         assert self.kv_layers is not None  # a prefix cache exists only for plain key/value layers
         return PrefixContext(self.prefix_cache, adapter, self.args.max_batch_size, self.kv_layers)
 
     def close(self) -> None:
-        """Drop this wrapper's references to the weights (and free cached GPU memory)."""
+        """Drop this wrapper's references to the weights and cached states, and give the freed
+        memory back (GPU cache; host pages glibc would otherwise keep, see `host_memory`)."""
         if getattr(self, "model", None) is not None:
             import torch
+
+            from sparring.models.host_memory import release_freed_memory
 
             self.model = self.base_model = None
             self.clear_prefix_cache()
             for hook in getattr(self, "_hooks", []):
                 hook.remove()
             self._hooks = []
+            release_freed_memory()
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
 
