@@ -3,6 +3,7 @@ mid-sized tensors otherwise: a learning-suite stage carried a 10 GB evaluation c
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 
@@ -17,7 +18,7 @@ MB = 1 << 20
 
 def resident() -> int:
     with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4096
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
