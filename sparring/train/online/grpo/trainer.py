@@ -28,6 +28,7 @@ from sparring.train.online.grpo.config import GRPOConfig
 from sparring.train.online.grpo.rollout import LEARNER, EpisodeRollout, episode_reward, prompt_rows
 from sparring.train.online.grpo.vllm_rollout import trl_vllm_args
 from sparring.train.online.learner import experiment_models_file, learner_temperature
+from sparring.train.online.steplog import read_step_log, trim_step_log
 
 # Keys that may change between a run and its resumption (`max_steps`: train on for longer).
 RESUMABLE = ("name", "description", "output_dir", "max_steps", "max_minutes", "logging_steps", "save_steps",
@@ -92,7 +93,7 @@ def run_grpo(config: GRPOConfig, file: str = "<config>", restart: bool = False) 
                               base_dir=base_dir)
     try:
         if config.algorithm == "ppo":
-            from sparring.train.online.ppo.trainer import train_ppo
+            from sparring.train.online.ppo.run import train_ppo
 
             return train_ppo(config, file, arena, out)
         return _train(config, file, arena, out)
@@ -223,28 +224,14 @@ STEP_LOGS = {"rewards.jsonl": "step", "rollouts.jsonl": "rollout"}
 
 
 def read_log(path: Path) -> list[dict[str, Any]]:
-    """A per-step log (`rewards.jsonl` or `rollouts.jsonl`), one entry per step in step order. A
-    step logged twice (a run stopped after its log line but before its checkpoint, then resumed)
-    keeps its last entry: the one whose weights the run went on from."""
-    if not path.is_file():
-        return []
-    key = STEP_LOGS[path.name]
-    entries = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            entry = json.loads(line)
-            entries[entry[key]] = entry
-    return [entries[k] for k in sorted(entries)]
+    """A per-step log (`rewards.jsonl` or `rollouts.jsonl`), one entry per step in step order."""
+    return read_step_log(path, STEP_LOGS[path.name])
 
 
 def trim_logs(out: Path, step: int) -> None:
-    """Resuming from the checkpoint of `step`: drop the entries of later steps. Their weights were
-    lost with the stopped run; the resumed run plays and logs those steps again."""
+    """Resuming from the checkpoint of `step`: drop the entries of later steps from both logs."""
     for name, key in STEP_LOGS.items():
-        path = out / name
-        if path.is_file():
-            kept = [e for e in read_log(path) if e[key] <= step]
-            path.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in kept), encoding="utf-8")
+        trim_step_log(out / name, step, key)
 
 
 def grpo_report(out: Path, config: GRPOConfig) -> Path:
