@@ -130,7 +130,8 @@ def loop(configuration: str = typer.Argument(..., help="Loop config name (config
 
     from sparring.train import distributed
     from sparring.train.checkpoints import TrainingStopped
-    from sparring.train.loop import Loop, load_loop
+    from sparring.train.loop import Loop
+    from sparring.train.loop_config import load_loop
 
     console = Console(soft_wrap=True, quiet=not distributed.is_main())
     config, file = load_loop(configuration)

@@ -19,6 +19,7 @@ finished iteration again (the games themselves resume inside their run directori
 also records the part of the config it depends on (`loop_state.py`): after an edit to the config
 the rerun stops (exit 2) naming the changed keys, and `--restart-from STAGE` starts over from a
 stage on purpose, moving that stage's and every later stage's outputs aside.
+The held-out cross-play each iteration plays, and what is kept of it, are `loop_eval.py`.
 """
 
 from __future__ import annotations
@@ -30,10 +31,11 @@ from typing import Any
 
 import yaml
 
-from sparring.config_io import load_yaml_model, read_yaml
+from sparring.config_io import read_yaml
 from sparring.errors import SparringError
 from sparring.train import distributed
 from sparring.train.loop_config import LoopConfig
+from sparring.train.loop_eval import eval_plan, evaluation_summary, game_seats
 from sparring.train.loop_state import STAGES, LoopState
 
 
@@ -267,48 +269,8 @@ class Loop:
     def eval_experiment(self, k: int, judge: str | None = None) -> dict[str, Any]:
         """The experiment config of iteration k's held-out cross-play (`judge`: one of
         `evaluation.heldout_judges` in place of the training judges)."""
-        policy = self.config.selfplay["agents"][self.config.policy_agent]
-        plain = {key: v for key, v in policy.items() if key not in ("best_of_n", "model")}
-        new, base, prev = f"{self.config.alias}@{k}", "base", f"{self.config.alias}@{k - 1}"
-        agents = {new: {**plain, "model": new}, base: {**plain, "model": f"{self.config.alias}@base"}}
-        others = [base]
-        if k > 1 or self.config.warm_start:
-            agents[prev] = {**plain, "model": prev}
-            others.append(prev)
-        seats = self._seats()
-        if seats == 1:  # a one-player game: each model plays alone, compared by its game metrics
-            matchups = [[new], *([o] for o in others)]
-        else:  # the new policy in the first seat, the other model in the rest (flip swaps them)
-            matchups = [[new, *[o] * (seats - 1)] for o in others]
-            if self.config.method == "sft":
-                matchups.append([new] * seats)
-        sp = self.config.selfplay
-        judges = sp.get("tournament", {}).get("judges") or []
-        if judge is not None:
-            judges = [judge]
-            agents[judge] = {"role": "judge", **self.config.evaluation.heldout_judges[judge]}
-        else:
-            agents.update({j: sp["agents"][j] for j in judges})
-        suffix = f"-{judge}" if judge else ""
-        cfg = self._experiment({"game": sp["game"], "game_args": sp.get("game_args", {}),
-                                "dataset": self.config.evaluation.dataset, "agents": agents,
-                                "tournament": {"type": "custom", "matchups": matchups, "judges": judges,
-                                               "flip": self.config.evaluation.flip,
-                                               "repeats": self.config.evaluation.repeats},
-                                "run": sp.get("run", {})}, f"{self.config.name}-eval-{k}{suffix}")
-        return cfg
-
-    def _seats(self) -> int:
-        """How many competing seats the self-play game has (as configured by its game_args)."""
-        from sparring.gameapi import GAMES
-
-        sp = self.config.selfplay
-        cls = GAMES.get(str(sp.get("game")))
-        try:
-            game = cls(cls.Config.model_validate(sp.get("game_args") or {}))
-        except ValueError as e:  # pydantic's ValidationError; the play stage reports it in full
-            raise SparringError(f"{self.file}: selfplay.game_args: {e}") from None
-        return len(game.competitors())
+        plan = eval_plan(self.config, k, game_seats(self.config, self.file), judge)
+        return self._experiment(plan, f"{self.config.name}-eval-{k}" + (f"-{judge}" if judge else ""))
 
     def evaluate(self, k: int) -> dict[str, Any]:
         """Held-out cross-play under the training judges, then under each held-out judge."""
@@ -397,49 +359,3 @@ def pair_diagnostics(rows: list[dict[str, Any]]) -> dict[str, float]:
 
     return {"chosen_words": words("chosen"), "rejected_words": words("rejected"),
             "value_gap": sum(float(r.get("margin", 0.0)) for r in rows) / len(rows)}
-
-
-def evaluation_summary(run_dir: str | Path, new: str, game: str) -> dict[str, Any]:
-    """What the loop keeps of an evaluation run (state.json's `evaluate`), read from the run's
-    records as typed results (`sparring.analysis.results`), never from its report: `new`'s win
-    rate against each other agent, every agent's rating, the judge accuracy (a game that
-    declares one) and the game's headline metrics per matchup, each with its interval."""
-    from sparring.analysis.measures import matchup_metrics
-    from sparring.analysis.results import run_results
-    from sparring.records.reader import read_run
-
-    run = read_run(run_dir, transcripts=False)
-    results = run_results(run)
-    out: dict[str, Any] = {"run_dir": str(run_dir), "vs": {
-        other: {"win_rate": v.value, "ci": _pair(v.ci), "games": v.n} for other, v in results.vs(new).items()}}
-    out["ratings"] = {p: {"rating": v.value, "ci": _pair(v.ci)} for p, v in results.rating_values().items()}
-    if (judge := results.judge_accuracy(game)) is not None:
-        out["judge_accuracy"] = {"accuracy": judge.value, "ci": _pair(judge.ci), "n": judge.n}
-    out["games"] = {name: m.to_dict() for name, m in matchup_metrics(run.episodes + run.failures, game).items()}
-    return out
-
-
-def _pair(ci: tuple[float, float] | None) -> list[float | None]:
-    return list(ci) if ci is not None else [None, None]
-
-
-def load_loop(name_or_path: str) -> tuple[LoopConfig, str]:
-    """A loop config by path or by name (`configs/train/NAME.yaml`, yours first, then shipped)."""
-    from importlib import resources
-
-    path = Path(name_or_path).expanduser()
-    if not path.is_file():
-        candidates = [Path.cwd() / "configs" / "train" / f"{name_or_path}.yaml",
-                      Path(str(resources.files("sparring") / "configs" / "train" / f"{name_or_path}.yaml"))]
-        found = next((p for p in candidates if p.is_file()), None)
-        if found is None:
-            raise SparringError(f"no loop configuration {name_or_path!r} (looked in configs/train/ and the shipped ones)")
-        path = found
-    config = load_yaml_model(LoopConfig, path)
-    if not config.name:
-        config = config.model_copy(update={"name": path.stem})
-    if config.models_file and not Path(config.models_file).expanduser().is_absolute():
-        beside = path.parent / config.models_file  # a relative models file is read beside the config
-        if beside.is_file() and not Path(config.models_file).is_file():
-            config = config.model_copy(update={"models_file": str(beside.resolve())})
-    return config, str(path)

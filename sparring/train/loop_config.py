@@ -1,11 +1,15 @@
-"""Schema of an iterative-DPO loop (`configs/train/*.yaml`, `scripts/run_iterative_dpo.py`)."""
+"""Schema of an iterative-DPO loop (`configs/train/*.yaml`, `scripts/run_iterative_dpo.py`), and
+loading one by path or name."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from sparring.config_io import load_yaml_model
+from sparring.errors import SparringError
 from sparring.train.config import TrainSettings
 from sparring.types import Strict
 
@@ -69,3 +73,25 @@ class LoopConfig(Strict):
     export: ExportSettings = Field(default_factory=ExportSettings)
     train: TrainSettings = Field(default_factory=TrainSettings)
     evaluation: EvalSettings
+
+
+def load_loop(name_or_path: str) -> tuple[LoopConfig, str]:
+    """A loop config by path or by name (`configs/train/NAME.yaml`, yours first, then shipped)."""
+    from importlib import resources
+
+    path = Path(name_or_path).expanduser()
+    if not path.is_file():
+        candidates = [Path.cwd() / "configs" / "train" / f"{name_or_path}.yaml",
+                      Path(str(resources.files("sparring") / "configs" / "train" / f"{name_or_path}.yaml"))]
+        found = next((p for p in candidates if p.is_file()), None)
+        if found is None:
+            raise SparringError(f"no loop configuration {name_or_path!r} (looked in configs/train/ and the shipped ones)")
+        path = found
+    config = load_yaml_model(LoopConfig, path)
+    if not config.name:
+        config = config.model_copy(update={"name": path.stem})
+    if config.models_file and not Path(config.models_file).expanduser().is_absolute():
+        beside = path.parent / config.models_file  # a relative models file is read beside the config
+        if beside.is_file() and not Path(config.models_file).is_file():
+            config = config.model_copy(update={"models_file": str(beside.resolve())})
+    return config, str(path)

@@ -242,7 +242,8 @@ def episode_ids(run_dir: str) -> list[str]:
 
 @pytest.mark.slow
 def test_a_dpo_iteration_on_two_processes_plays_once_writes_once_and_trains_what_one_process_trains(tmp_path, tiny):
-    from sparring.train.loop import Loop, load_loop
+    from sparring.train.loop import Loop
+    from sparring.train.loop_config import load_loop
 
     two = dpo_loop_config(tmp_path, tiny, "two", batch_size=2)  # 2 processes x 2 pairs = 4 pairs a step
     result = launch(tmp_path, ["scripts/run_iterative_dpo.py", "--configuration", str(two)], watch=tmp_path / "two")

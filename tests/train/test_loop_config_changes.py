@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from sparring.train.fingerprint import ConfigChanged
-from sparring.train.loop import Loop, load_loop
+from sparring.train.loop import Loop
+from sparring.train.loop_config import load_loop
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from sparring.analysis.report import write_report
 from sparring.engine.run import RunOptions, run_experiment
-from sparring.train.loop import evaluation_summary
+from sparring.train.loop_eval import evaluation_summary
 
 CONFIGS = Path(__file__).parents[2] / "sparring" / "configs" / "experiments"
 
