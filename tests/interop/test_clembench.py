@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from sparring.cli.root import app
 from sparring.errors import SparringError
-from sparring.records.clembench import export_run, import_tree
+from sparring.records.clembench import import_tree
+from sparring.records.clembench_export import export_run
 from sparring.records.reader import iter_records
 
 from .clembench_tree import TABOO_1, TABOO_2, build
