@@ -1,6 +1,6 @@
 """Every command line in README.md, CONTRIBUTING.md, CHANGELOG.md and docs/ parses with the real
 command line it names (`--help` level: the command exists, every option is known); in-process, in
-seconds. The extraction and checking rules are in tests/doc_commands.py."""
+seconds. The extraction rules are in tests/doc_command_lines.py, the checking rules in tests/doc_commands.py."""
 
 from __future__ import annotations
 
@@ -11,17 +11,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from doc_commands import (  # noqa: E402
-    ROOT,
-    CommandLine,
-    check_files,
-    check_markdown,
-    check_segment,
-    doc_files,
-    extract,
-    file_checker,
-    segments,
-)
+from doc_command_lines import CommandLine, extract, segments  # noqa: E402
+from doc_commands import ROOT, check_files, check_markdown, check_segment, doc_files, file_checker  # noqa: E402
 
 SAMPLE = '''Run `sparring run quickstart --dry-run` first, or
 `python scripts/run_debate.py
