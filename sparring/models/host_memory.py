@@ -2,10 +2,10 @@
 
 glibc's malloc raises its mmap threshold after large blocks are freed, so the many mid-sized
 tensors of a prefix cache (hundreds of KB each) then come from its heap, and freeing them keeps
-the pages in the process: measured here, 3.0 GB of freed 256 KB tensors stayed resident until
-`malloc_trim`. A suite that evaluates one adapter after another in one process (the learning
-suite: a TextWorld evaluation's cache is ~10 GB) then carries each closed model's cache into the
-next stage: after a held-out evaluation the process stayed at 21.6 GB into the training that
+the pages in the process: measured here, of 3.0 GB of freed 256 KB tensors 2.7 GB stayed
+resident until `malloc_trim` (then 1 MB). A suite that evaluates one adapter after another in one
+process (the learning suite: a TextWorld evaluation's cache is ~10 GB) then carries each closed
+model's cache into the next stage: after a held-out evaluation the process stayed at 21.6 GB into the training that
 followed. `malloc_trim(0)` is glibc's public call for this; elsewhere (macOS, musl) nothing is done.
 """
 

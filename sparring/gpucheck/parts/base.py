@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# The checkout the check runs from (the kit carries it whole): its scripts/ and its git commit.
+CHECKOUT = Path(__file__).resolve().parents[3]
+
 PARTS: dict[str, tuple[Callable[[Any], dict[str, Any]], int]] = {}  # name -> (function, time cap in s)
 
 

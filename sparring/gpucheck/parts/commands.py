@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sparring.gpucheck.parts.base import Ctx, part
+from sparring.gpucheck.parts.base import CHECKOUT, Ctx, part
 
 
 def _command(args: list[str], ctx: Ctx, name: str, timeout: int) -> dict[str, Any]:
@@ -29,7 +29,7 @@ def _command(args: list[str], ctx: Ctx, name: str, timeout: int) -> dict[str, An
 
 
 def _script(name: str) -> str:
-    return str(Path(__file__).resolve().parents[3] / "scripts" / name)
+    return str(CHECKOUT / "scripts" / name)
 
 
 def _scripted_models() -> str:

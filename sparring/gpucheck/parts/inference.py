@@ -7,10 +7,9 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from pathlib import Path
 from typing import Any
 
-from sparring.gpucheck.parts.base import Ctx, device, mid_model, part, sync
+from sparring.gpucheck.parts.base import CHECKOUT, Ctx, device, mid_model, part, sync
 
 # -- setup ---------------------------------------------------------------------------------------
 ROWS_PROMPT = [{"role": "system", "content": "You negotiate over books, hats and balls."},
@@ -57,8 +56,7 @@ def versions(ctx: Ctx) -> dict[str, Any]:
         props = torch.cuda.get_device_properties(0)
         out.update(gpu=props.name, gpu_memory_gib=round(props.total_memory / 2**30, 1),
                    multiprocessors=props.multi_processor_count, bf16=torch.cuda.is_bf16_supported())
-    root = Path(__file__).resolve().parents[3]
-    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    commit = subprocess.run(["git", "-C", str(CHECKOUT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     out["sparring_commit"] = commit.stdout.strip() or None
     return out
 
