@@ -20,16 +20,18 @@ AfterRejection = typer.Option("correction", "--after-rejection",
                                    "correction the model saw; default) | clean (neither). Rejected replies "
                                    "are never targets.")
 Aborted = typer.Option(False, "--include-aborted", help="Also export aborted episodes.")
+Require = typer.Option(None, "--require", help="An outcome metric that must be true for a player's turns to be "
+                       "kept (repeatable), e.g. scored_both: Deal or No Deal deals where both sides score.")
 Fmt = typer.Option("jsonl", "--format", help="jsonl | parquet")
 
 
-def _filters(role, agent, keep, k, after_rejection, include_aborted, judge_target="verdict"):
+def _filters(role, agent, keep, k, after_rejection, include_aborted, judge_target="verdict", require=None):
     from sparring.config_io import validate
     from sparring.train.export import ExportFilters
 
     return validate(ExportFilters, {"role": role, "agent": agent, "keep": keep, "k": k,
                                     "after_rejection": after_rejection, "include_aborted": include_aborted,
-                                    "judge_target": judge_target}, prefix="export")
+                                    "judge_target": judge_target, "require": list(require or [])}, prefix="export")
 
 
 def _done(result) -> None:
@@ -41,7 +43,7 @@ def _done(result) -> None:
 @app.command("sft")
 def sft(runs: list[Path] = typer.Argument(None, help="Run directories."), output: Path = Out,
         role: str | None = Role, agent: str | None = AgentOpt, keep: str = Keep, k: int = K,
-        after_rejection: str = AfterRejection, include_aborted: bool = Aborted,
+        after_rejection: str = AfterRejection, include_aborted: bool = Aborted, require: list[str] | None = Require,
         judge_target: str = typer.Option("verdict", "--judge-target", help="verdict | correct (judge rows)"),
         human: str | None = typer.Option(None, "--human", help="a game's human-data source (dond, nyu, ...): export human games from FILE instead"),
         human_file: Path | None = typer.Option(None, "--human-file", help="data.txt (dond) or readable JSONL (nyu)"),
@@ -53,7 +55,7 @@ def sft(runs: list[Path] = typer.Argument(None, help="Run directories."), output
     from sparring.train.export.card import dataset_card
     from sparring.train.export.human import human_sft_rows
 
-    f = _filters(role, agent, keep, k, after_rejection, include_aborted, judge_target)
+    f = _filters(role, agent, keep, k, after_rejection, include_aborted, judge_target, require)
     if human:
         if human_file is None or runs:
             raise SparringError("--human needs --human-file FILE (and no run directories)")
@@ -74,7 +76,7 @@ def sft(runs: list[Path] = typer.Argument(None, help="Run directories."), output
 @app.command("dpo")
 def dpo(runs: list[Path] = typer.Argument(..., help="Run directories."), output: Path = Out,
         role: str | None = Role, agent: str | None = AgentOpt, keep: str = Keep, k: int = K,
-        after_rejection: str = AfterRejection, include_aborted: bool = Aborted,
+        after_rejection: str = AfterRejection, include_aborted: bool = Aborted, require: list[str] | None = Require,
         target: str = typer.Option("prob", "--target", help="Soft target: prob | log_prob | logit | binary"),
         gamma: float = typer.Option(1.0, "--gamma", help="Sharpness of the soft target."),
         min_gap: float = typer.Option(0.0, "--min-gap", help="Drop pairs whose values differ by less."),
@@ -86,7 +88,7 @@ def dpo(runs: list[Path] = typer.Argument(..., help="Run directories."), output:
         from sparring.errors import SparringError
 
         raise SparringError(f"--target must be prob, log_prob, logit or binary, got {target!r}")
-    f = _filters(role, agent, keep, k, after_rejection, include_aborted)
+    f = _filters(role, agent, keep, k, after_rejection, include_aborted, require=require)
     _done(export("dpo", runs, output, f, fmt=fmt, target=target, gamma=gamma, min_gap=min_gap))  # type: ignore[arg-type]
 
 
@@ -94,11 +96,12 @@ def dpo(runs: list[Path] = typer.Argument(..., help="Run directories."), output:
 def kto(runs: list[Path] = typer.Argument(..., help="Run directories."), output: Path = Out,
         role: str | None = Role, agent: str | None = AgentOpt,
         keep: str = typer.Option("winners", "--keep", help="What counts as desirable (winners, correct, ...)."),
-        k: int = K, after_rejection: str = AfterRejection, include_aborted: bool = Aborted, fmt: str = Fmt) -> None:
+        k: int = K, after_rejection: str = AfterRejection, include_aborted: bool = Aborted,
+        require: list[str] | None = Require, fmt: str = Fmt) -> None:
     """KTO rows: every reply, labelled desirable when its episode passes --keep."""
     from sparring.train.export import export
 
-    _done(export("kto", runs, output, _filters(role, agent, keep, k, after_rejection, include_aborted), fmt=fmt))  # type: ignore[arg-type]
+    _done(export("kto", runs, output, _filters(role, agent, keep, k, after_rejection, include_aborted, require=require), fmt=fmt))  # type: ignore[arg-type]
 
 
 @app.command("clembench")

@@ -177,9 +177,10 @@ class Loop:
                    "n >= 2, and alternatives that the judge values differently")
         else:
             rows = sft_rows(records, ExportFilters(agent=self.config.policy_agent, keep=e.keep, k=e.k,
-                                                   include_aborted=e.include_aborted))
+                                                   include_aborted=e.include_aborted, require=e.require))
             diagnostics = {}
-            why = f"no game of the policy passed keep={e.keep!r} (all rewards equal, e.g. no deal at all?)"
+            why = (f"no game of the policy passed keep={e.keep!r}" + (f" with require={e.require}" if e.require else "")
+                   + " (all rewards equal, e.g. no deal at all?)")
         if not rows:
             raise SparringError(f"iteration {k}: self-play gave no training rows ({why})")
         path = write_rows(rows, self.dir / f"iter-{k}" / "data")

@@ -22,6 +22,9 @@ class ExportSettings(Strict):
     k: int = Field(100, ge=1, description="top_k: how many (episode, player) pairs")
     cumulative: bool = Field(False, description="SFT: train on every iteration's rows so far, not only the last")
     include_aborted: bool = Field(False, description="SFT: also rows of aborted games (their accepted turns)")
+    require: list[str] = Field(default_factory=list, description="outcome metrics that must be true for a player's "
+                               "turns to be kept (a pair failing one counts as no gain), e.g. [scored_both] for Deal "
+                               "or No Deal: a deal worth nothing to one side is not learnt from")
     target: Literal["prob", "log_prob", "logit", "binary"] = "prob"
     gamma: float = Field(1.0, gt=0.0)
     min_gap: float = Field(0.0, ge=0.0)

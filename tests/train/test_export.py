@@ -263,3 +263,34 @@ def test_human_nyu_debates_give_debater_rows_and_judge_rows_with_the_human_proba
     assert sorted(probs.values()) == pytest.approx([0.2, 0.8])
     target = judges[0]["messages"][-1]["content"]
     assert max(probs, key=probs.get) in target  # the human judge's verdict (0.8 on the second answer)
+
+
+def _dond(i: int, points: tuple[int, int], deal: bool = True):
+    from sparring.gameapi.game import Outcome
+    from sparring.records.record import EpisodeRecord, SeatRecord
+
+    metrics = {"deal": deal, "points": {"Player_1": points[0], "Player_2": points[1]},
+               "scored_both": deal and min(points) > 0}
+    rewards = {"Player_1": float(points[0]), "Player_2": float(points[1])} if deal else \
+        {"Player_1": 0.0, "Player_2": 0.0}
+    seats = {p: SeatRecord(agent="policy", model="m", role="negotiator") for p in ("Player_1", "Player_2")}
+    return EpisodeRecord(id=f"e{i}", experiment="x", game="dond", instance_id=f"i{i}", seats=seats, seed=i,
+                         status="complete", outcome=Outcome(rewards=rewards, metrics=metrics))
+
+
+def test_require_drops_capitulations_and_counts_them_as_no_gain_in_the_mean():
+    """lm-selfplay's above_avg keeps a player's turns when its reward beats the round's mean; with
+    `require: [scored_both]` a deal worth 0 to one side counts as no gain for both and is never kept."""
+    from sparring.errors import ConfigError
+    from sparring.train.export.filters import select
+
+    records = [_dond(0, (10, 0)), _dond(1, (10, 0)), _dond(2, (6, 5)), _dond(3, (4, 7)), _dond(4, (0, 0), deal=False)]
+    plain = select(records, ExportFilters(keep="above_avg"))  # mean of the ten rewards: 42 / 10 = 4.2
+    assert [(r.id, p) for r, p in plain] == [("e0", "Player_1"), ("e1", "Player_1"), ("e2", "Player_1"),
+                                             ("e2", "Player_2"), ("e3", "Player_2")]
+    mutual = select(records, ExportFilters(keep="above_avg", require=["scored_both"]))  # mean 22 / 10 = 2.2
+    assert [(r.id, p) for r, p in mutual] == [("e2", "Player_1"), ("e2", "Player_2"), ("e3", "Player_1"),
+                                              ("e3", "Player_2")]
+    assert len(select(records, ExportFilters(require=["scored_both"]))) == 4  # keep: all, mutual deals only
+    with pytest.raises(ConfigError, match="no episode has the outcome metric.*scored_bth"):
+        select(records, ExportFilters(keep="above_avg", require=["scored_bth"]))

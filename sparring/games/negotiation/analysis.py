@@ -111,6 +111,50 @@ def ceiling_gaps(ms: Iterable[Metrics]) -> dict[str, float | None]:
             "welfare_ratio": _mean(ratio)}
 
 
+def scored_both(m: Metrics) -> bool:
+    """A deal in which each side gets points: a negotiation, not a capitulation (a deal worth 0 to a
+    side gives it exactly what walking away gives)."""
+    return bool(m.get("deal")) and all(int(v) > 0 for v in m["points"].values())
+
+
+def mutual_deal_rate(ms: Iterable[Metrics], among: str = "all") -> float | None:
+    """Share of episodes (or of deals, `among="deals"`) where both sides score."""
+    return _rate(ms, scored_both, among)
+
+
+def deal_splits(ms: Iterable[Metrics]) -> list[tuple[int, int]]:
+    """Every deal's raw points as (lower side, higher side), in episode order."""
+    out = []
+    for m in _valid(ms):
+        if m.get("deal"):
+            x, y = _xy(m)
+            out.append((min(x, y), max(x, y)))
+    return out
+
+
+def split_histogram(ms: Iterable[Metrics]) -> dict[str, int]:
+    """How many deals split the points (low, high), keyed "low-high", most frequent first."""
+    counts: dict[str, int] = {}
+    for low, high in deal_splits(ms):
+        key = f"{low}-{high}"
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def points_in_deals(ms: Iterable[Metrics]) -> dict[str, float | None]:
+    """Each side's points in deals: the lower and the higher side, the first and the second mover."""
+    splits = deal_splits(ms)
+    seat: dict[str, list[float]] = {"first_mover": [], "second_mover": []}
+    for m in _valid(ms):
+        if m.get("deal"):
+            for p, v in m["points"].items():
+                seat["first_mover" if p == m.get("first_mover") else "second_mover"].append(float(v))
+    return {"deal_points_low": _mean([float(lo) for lo, _ in splits]),
+            "deal_points_high": _mean([float(hi) for _, hi in splits]),
+            "deal_points_first_mover": _mean(seat["first_mover"]),
+            "deal_points_second_mover": _mean(seat["second_mover"])}
+
+
 def _texts(m: Metrics) -> list[str]:
     return [str(x.get("text", "")) for x in m.get("messages", [])]
 
@@ -180,6 +224,8 @@ def summarize(ms: Iterable[Metrics]) -> dict[str, Any]:
         "reward_by_player": mean_reward_by_player(ms), "reward_by_seat": mean_reward_by_seat(ms),
         "points_by_player": mean_reward_by_player(ms, "points"), "points_by_seat": mean_reward_by_seat(ms, "points"),
         "agreement_rate": agreement_rate(ms), "abort_rate": abort_rate(ms), **error_rates(ms),
+        "mutual_deal_rate": mutual_deal_rate(ms), "mutual_deal_rate_deals": mutual_deal_rate(ms, "deals"),
+        **points_in_deals(ms), "split_histogram": split_histogram(ms),
         "pareto_rate": pareto_rate(ms), "pareto_rate_deals": pareto_rate(ms, "deals"),
         "welfare_optimal_rate": welfare_optimal_rate(ms),
         "welfare_optimal_rate_deals": welfare_optimal_rate(ms, "deals"),

@@ -340,6 +340,7 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
         metrics: dict[str, Any] = {
             "objective": self.config.objective, "lam": self.config.weight,
             "deal": deal, "aborted": state.end == "aborted", "end": state.end or "unfinished",
+            "scored_both": deal and x > 0 and y > 0,  # a deal worth 0 to a side = walking away for it
             "points": raw, "rewards": rew,
             "first_mover": state.first, "second_mover": state.other(state.first), "flip": state.flip,
             "turns": len(state.turns), "n_messages": state.n_messages,

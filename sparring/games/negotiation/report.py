@@ -18,8 +18,8 @@ from sparring.records.reader import RunData
 from sparring.records.record import EpisodeRecord
 from sparring.stats.stats_tests import wilson_interval
 
-_RATES = ("agreement_rate", "pareto_rate", "welfare_optimal_rate", "nash_ratio", "abort_rate")
-_PROPORTIONS = ("agreement_rate", "pareto_rate", "welfare_optimal_rate", "abort_rate")  # Wilson intervals
+_RATES = ("agreement_rate", "mutual_deal_rate", "pareto_rate", "welfare_optimal_rate", "nash_ratio", "abort_rate")
+_PROPORTIONS = ("agreement_rate", "mutual_deal_rate", "pareto_rate", "welfare_optimal_rate", "abort_rate")  # Wilson
 
 
 def _analysis() -> Any | None:
@@ -95,6 +95,12 @@ class NegotiationSection(ReportSection):
             figs["matchups"] = P.grouped_bars(
                 names, {k.replace("_", " "): [s["matchups"][n].get(k) for n in names] for k in _RATES[:4]},
                 title="Outcomes per matchup", ylabel="rate", ylim=(0, 1))
+        splits = overall.get("split_histogram") or {}
+        if splits:
+            shown = dict(list(splits.items())[:12])
+            figs["splits"] = P.bar_ci([f"({k.replace('-', ', ')})" for k in shown], list(shown.values()),
+                                      title="Deals by split of the points (lower side, higher side)",
+                                      ylabel="deals")
         seat = s["reward_by_agent_seat"]
         agents = sorted({k.split(" · ")[0] for k in seat})
         figs["reward_by_seat"] = P.grouped_bars(
@@ -106,7 +112,7 @@ class NegotiationSection(ReportSection):
     def csv_columns(self, rec: EpisodeRecord) -> dict[str, Any]:
         mm = rec.outcome.metrics if rec.outcome else {}
         row: dict[str, Any] = {k: mm.get(k) for k in ("objective", "deal", "end", "first_mover", "turns",
-                                                        "n_messages", "n_invalid_total", "pareto_optimal",
+                                                        "n_messages", "n_invalid_total", "scored_both", "pareto_optimal",
                                                         "welfare_optimal", "nash_ratio")}
         for p, v in sorted((mm.get("points") or {}).items()):
             row[f"points_{p}"] = v

@@ -30,6 +30,10 @@ class ExportFilters(Strict):
                                   "saw (`correction`, the rejected reply removed) or neither (`clean`); a "
                                   "rejected reply is never a target")
     include_aborted: bool = Field(False, description="also export aborted episodes")
+    require: list[str] = Field(
+        default_factory=list, description="outcome metrics that must be true for a player's turns to be kept; a "
+        "pair failing one counts as reward 0 (no gain) in `above_avg`'s mean and is never kept. E.g. `[scored_both]` "
+        "in Deal or No Deal: a deal worth nothing to one side is a capitulation, which neither side should learn")
     judge_target: Literal["verdict", "correct"] = Field(
         "verdict", description="judge rows: the judge's own verdict, or the correct answer as the target")
 
@@ -70,6 +74,13 @@ def select(records: Iterable[EpisodeRecord], f: ExportFilters) -> list[tuple[Epi
             if f.agent and seat.agent != f.agent:
                 continue
             pairs.append((rec, player))
+    if f.require:
+        _check_required([r for r, _ in pairs], f.require)
+        failing = {id(r) for r, _ in pairs if not meets(r, f.require)}
+        if f.keep == "above_avg" and pairs:
+            mean = sum(0.0 if id(r) in failing else reward(r, p) for r, p in pairs) / len(pairs)
+            return [(r, p) for r, p in pairs if id(r) not in failing and reward(r, p) > mean]
+        pairs = [(r, p) for r, p in pairs if id(r) not in failing]
     if f.keep == "all":
         return pairs
     if f.keep == "winners":
@@ -85,3 +96,20 @@ def select(records: Iterable[EpisodeRecord], f: ExportFilters) -> list[tuple[Epi
         return [(r, p) for r, p in pairs if reward(r, p) > mean]
     ranked = sorted(range(len(pairs)), key=lambda i: (-reward(*pairs[i]), i))[: f.k]
     return [pairs[i] for i in sorted(ranked)]
+
+
+def meets(rec: EpisodeRecord, required: list[str]) -> bool:
+    """Whether every metric of `required` is true in the episode's outcome."""
+    metrics = rec.outcome.metrics if rec.outcome else {}
+    return all(bool(metrics.get(k)) for k in required)
+
+
+def _check_required(records: list[EpisodeRecord], required: list[str]) -> None:
+    """A metric no episode reports is a typo or the wrong game: say so instead of keeping nothing."""
+    from sparring.errors import ConfigError
+
+    seen = {k for r in records if r.outcome for k in r.outcome.metrics}
+    missing = [k for k in required if k not in seen]
+    if records and missing:
+        raise ConfigError(f"export require: no episode has the outcome metric(s) {missing}; the episodes' "
+                          f"metrics are {sorted(seen)}", key="require")

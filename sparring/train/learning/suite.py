@@ -18,7 +18,7 @@ from sparring.train.learning.context import Context
 from sparring.train.learning.registry import EXPERIMENTS
 from sparring.train.learning.results import Experiment
 
-ORDER = ("textworld-sft", "textworld-sft-data", "textworld-rl", "dond-selfplay", "debate-dpo", "grpo",
+ORDER = ("textworld-sft", "textworld-sft-data", "textworld-rl", "dond-selfplay", "dond-selfplay-mutual", "debate-dpo", "grpo",
          "textarena-tictactoe", "transfer")
 
 

@@ -102,3 +102,24 @@ def test_optimality_is_judged_on_raw_points_under_comp():
     m = finished(["[message] a", "[message] b", "[propose] (1 books, 1 hats, 0 balls)",
                   "[propose] (0 books, 0 hats, 3 balls)"], objective="comp")
     assert m["rewards"] == {P1: 1.0, P2: -1.0} and A.pareto_rate([m]) == 1.0 and A.nash_ratio([m]) == 1.0
+
+
+def test_deals_where_both_sides_score_tell_negotiation_from_capitulation(episodes):
+    # A capitulation: P1 takes the whole pool (10 points to it), P2 accepts a deal worth 0 to it.
+    taken = finished(["[message] all mine", "[message] ok", "[propose] (1 books, 1 hats, 3 balls)",
+                      "[propose] (0 books, 0 hats, 0 balls)"])
+    assert taken["deal"] is True and taken["points"] == {P1: 10, P2: 0} and taken["scored_both"] is False
+    deal, welfare, nodeal, aborted = episodes
+    assert deal["scored_both"] is True and welfare["scored_both"] is True and nodeal["scored_both"] is False
+    games = [*episodes, taken]
+    assert A.agreement_rate(games) == pytest.approx(3 / 5)   # the capitulation counts as agreement ...
+    assert A.mutual_deal_rate(games) == pytest.approx(2 / 5)  # ... but not as a deal where both score
+    assert A.mutual_deal_rate(games, among="deals") == pytest.approx(2 / 3)
+    assert A.deal_splits(games) == [(6, 7), (4, 10), (0, 10)]
+    assert A.split_histogram(games + [taken]) == {"0-10": 2, "4-10": 1, "6-7": 1}
+    pts = A.points_in_deals(games)
+    assert pts["deal_points_low"] == pytest.approx(10 / 3) and pts["deal_points_high"] == pytest.approx(9)
+    # P1 moves first in every game: first mover 7, 4, 10; second mover 6, 10, 0
+    assert pts["deal_points_first_mover"] == pytest.approx(7) and pts["deal_points_second_mover"] == pytest.approx(16 / 3)
+    s = A.summarize(games)
+    assert s["mutual_deal_rate"] == pytest.approx(2 / 5) and s["split_histogram"]["0-10"] == 1
