@@ -5,19 +5,25 @@ clembench stores one folder per episode, `<model pair>/<game>/<experiment>/episo
 versions `instance_N/`), holding `interactions.json` (the players, and every action in rounds:
 the game master's message to a player, `send message`; a player's reply, `get message`; the game
 master's own notes, GM -> GM), `scores.json` (`turn scores`, `episode scores`: Main Score,
-Success, Lose, Aborted, ...) and `requests.json`. Both the older `players` form ("Role, model"
-strings) and the newer one (`{game_role, model_name}`, with `meta`) are read.
+Success, Lose, Aborted, ...) and `requests.json`. Every `players` form is read: the older texts
+("Role, model" and v2.0's "Role (model)") and the newer mapping (`{game_role, model_name}`, with
+`meta`).
 
 An imported episode is one sparring record:
-- seats: the players (taboo and wordle map to sparring's own games and seat names; every other
-  game becomes the transcript-only game `clembench`), each with its model;
+- seats: the players who play (taboo and the wordle family map to sparring's own games and seat
+  names; every other game becomes the transcript-only game `clembench`), each with its model. A
+  programmatic player (model "programmatic", as v2.0's wordle names "Player B: ObjectID Evaluator
+  (Programmatic)") is the game master's helper, not a seat; so is, in a mapped game, a player
+  outside its seats who never sends or receives a message (v2.0's wordle_withclue names an idle
+  critic). The `players` entry is kept as read, so the export writes it back unchanged;
 - calls: for each reply, what that player had been shown so far — the game master's messages to
   it (user) and its own replies (assistant), in order, as a clembench player keeps its history —
   and the reply; so `sparring export sft` gives Playpen's conversations, both perspectives;
 - events: every action in order with its round, sender, receiver, type and timestamp, so the
   export writes `interactions.json` back exactly;
 - outcome: the episode scores (quality_score = Main Score, success, lose, aborted; all of them kept
-  under `clembench`), the turn scores in `state`.
+  under `clembench`), the turn scores in `state`; an episode without `scores.json` has no scores
+  (and the export writes none).
 
 A folder that cannot be read (malformed or truncated JSON, no turns, unknown structure) is kept as
 a failed record naming the file and the reason; the run is built in a temporary folder and moved
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -49,9 +56,11 @@ MAPPED: dict[str, tuple[str, dict[str, str]]] = {
     "wordle_withclue": ("wordle", {"Player 1": "Guesser"}),
     "wordle_withcritic": ("wordle_withcritic", {"Player 1": "Guesser", "Player 2": "Critic"}),
 }
-ROLES = {"Describer": "WordDescriber", "Guesser": "WordGuesser", "Critic": "Critic"}
+ROLES = {"Describer": "WordDescriber", "Guesser": "WordGuesser", "Critic": "WordCritic"}
 EXPORTABLE = {"clembench", *(game for game, _ in MAPPED.values())}
+PROGRAMMATIC = "programmatic"  # clembench's model name of a player the game master plays itself
 _EPISODE = re.compile(r"^(episode|instance)_(\d+)$")
+_ROLE_MODEL = re.compile(r"^(?P<role>.*?)\s*\((?P<model>[^()]*)\)\s*$")  # v2.0: "Word Guesser (model)"
 
 
 class ClembenchFormatError(SparringError):
@@ -112,13 +121,34 @@ def _players(interactions: dict[str, Any]) -> dict[str, tuple[str, str]]:
         if isinstance(info, dict):
             role, model = str(info.get("game_role", "")), str(info.get("model_name", ""))
         elif isinstance(info, str):
-            role, _, model = info.partition(", ")
+            role, comma, model = info.partition(", ")
+            paren = None if comma else _ROLE_MODEL.match(info)
+            if paren:
+                role, model = paren["role"], paren["model"]
         else:
             raise ClembenchFormatError(f"interactions.json: player {name!r} is neither text nor a mapping")
         out[str(name)] = (role.strip(), (model or str(models.get(name, "")) or "unknown").strip())
     if not out:
         raise ClembenchFormatError("interactions.json: no players besides the game master")
     return out
+
+
+def _seating(game: str, players: dict[str, tuple[str, str]],
+             turns: list[list[dict[str, Any]]]) -> tuple[str, dict[str, str]]:
+    """(sparring game, clembench player -> seat) of an episode: programmatic players are the game
+    master's helpers, never seats; a mapped game keeps its own game unless a player outside its
+    seats takes part (then the episode is kept as the transcript-only `clembench` game)."""
+    helpers = {p for p, (_, model) in players.items() if model.lower() == PROGRAMMATIC}
+    acting = {str(a[k]) for actions in turns for a in actions for k in ("from", "to")}
+    if game in MAPPED:
+        mapped, seat_of = MAPPED[game]
+        others = {p for p in players if p not in seat_of and p not in helpers and p in acting}
+        if not others:
+            return mapped, {p: s for p, s in seat_of.items() if p in players and p not in helpers}
+    seats = {p: p for p in players if p not in helpers}
+    if not seats:
+        raise ClembenchFormatError("interactions.json: every player is programmatic (no model plays)")
+    return "clembench", seats
 
 
 def _turns(interactions: dict[str, Any]) -> list[list[dict[str, Any]]]:
@@ -149,6 +179,30 @@ def _where(folder: Path, root: Path, interactions: dict[str, Any]) -> dict[str, 
             "path": str(folder.relative_to(root))}
 
 
+def nonfinite(value: Any, path: tuple[Any, ...] = ()) -> list[list[Any]]:
+    """Where a JSON value holds NaN or an infinity (clembench's Main Score of an aborted game):
+    [key, ..., "NaN"] per number. Records store them as null, so the export puts them back."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return [[*path, json.dumps(value)]]
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    return [found for k, v in items for found in nonfinite(v, (*path, k))]
+
+
+def restore_nonfinite(value: Any, paths: list[list[Any]]) -> Any:
+    """`value` with the numbers `nonfinite` found put back where they were (a path that no longer
+    leads anywhere is skipped)."""
+    for *keys, spelling in paths:
+        node = value
+        try:
+            for k in keys[:-1]:
+                node = node[k]
+            if keys and node[keys[-1]] is None:
+                node[keys[-1]] = float(json.loads(spelling))
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue
+    return value
+
+
 def _content(action: dict[str, Any]) -> str:
     content = action.get("content", "")
     return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
@@ -163,15 +217,13 @@ def episode_record(folder: Path, root: Path, run: str) -> EpisodeRecord:
     players = _players(interactions)
     turns = _turns(interactions)
     where = _where(folder, root, interactions)
-    game, seat_of = MAPPED.get(where["game"], ("clembench", {p: p for p in players}))
-    if game != "clembench" and set(players) - set(seat_of):
-        game, seat_of = "clembench", {p: p for p in players}  # a variant with other players: keep as it is
+    game, seat_of = _seating(where["game"], players, turns)
     seats = {seat_of[p]: SeatRecord(agent=model, model=model, role=(role or seat_of[p]).lower() if game == "clembench"
                                     else _sparring_role(seat_of[p]), prompt_set=None)
-             for p, (role, model) in players.items()}
+             for p, (role, model) in players.items() if p in seat_of}
     events: list[Event] = []
     calls: list[CallRecord] = []
-    history: dict[str, list[Message]] = {p: [] for p in players}
+    history: dict[str, list[Message]] = {p: [] for p in seat_of}
     for r, actions in enumerate(turns):
         for a in actions:
             action = a["action"]
@@ -185,17 +237,22 @@ def episode_record(folder: Path, root: Path, run: str) -> EpisodeRecord:
                                       **({"action": extra} if extra else {}),
                                       **({"raw_content": action["content"]} if not isinstance(action.get("content", ""), str)
                                          else {})}))
-            if sender == GM and receiver in players and kind == "send message":
+            if sender == GM and receiver in seat_of and kind == "send message":
                 role = "system" if action.get("label") == "system" else "user"  # sparring's export labels rules
                 history[receiver].append(Message(role=role, content=text))
-            elif sender in players and kind == "get message":
+            elif sender in seat_of and kind == "get message":
                 calls.append(CallRecord(player=seat_of[sender], tag="turn", model=players[sender][1], op="generate",
                                         messages=list(history[sender]), turn=len(calls),
                                         rejected=action.get("label") == "rejected",
                                         completions=[Completion(text=text, finish_reason="stop", usage=Usage())],
                                         meta={"round": r}))
                 history[sender].append(Message(role="assistant", content=text))
-    outcome, turn_scores, status = _outcome(folder, seats)
+    outcome, turn_scores, status, scores = _outcome(folder, seats)
+    scores_extra = None if scores is None else {k: v for k, v in scores.items()
+                                                 if k not in ("turn scores", "episode scores")}
+    numbers = {k: found for k, found in (("interactions", nonfinite(interactions)),
+                                         ("scores", nonfinite(scores) if scores is not None else []))
+               if found}
     instance_id = f"{where['game']}/{where['experiment_folder']}/{where['episode']}"
     digest = hashlib.sha256(f"{run}/{where['path']}".encode()).hexdigest()[:16]
     meta = interactions.get("meta") if isinstance(interactions.get("meta"), dict) else None
@@ -205,12 +262,15 @@ def episode_record(folder: Path, root: Path, run: str) -> EpisodeRecord:
             instance["clembench_instance"] = _load(folder / "instance.json")
         except ClembenchFormatError:
             pass
-    state = {"clembench": {"turn_scores": turn_scores, "players": {seat_of[p]: {"name": p, "role": role}
-                                                                   for p, (role, _) in players.items()},
+    named = {seat_of[p]: {"name": p, "role": role} for p, (role, _) in players.items() if p in seat_of}
+    state = {"clembench": {"turn_scores": turn_scores, "players": named,
                            **({"meta": meta} if meta else {}),
                            **({k: interactions[k] for k in interactions if k not in ("players", "turns", "meta")}),
                            "players_form": "mapping" if isinstance(next(iter(
-                               v for k, v in interactions["players"].items() if k != GM)), dict) else "text"}}
+                               v for k, v in interactions["players"].items() if k != GM)), dict) else "text",
+                           "players_raw": interactions["players"], "has_scores": scores_extra is not None,
+                           **({"scores_extra": scores_extra} if scores_extra else {}),
+                           **({"nonfinite": numbers} if numbers else {})}}
     return EpisodeRecord(id=digest, experiment=run, game=game, instance_id=instance_id, instance=instance,
                          seats=seats, seed=0, status=status, outcome=outcome, events=events, calls=calls, state=state,
                          matchup=" & ".join(sorted({s.agent for s in seats.values()})))
@@ -220,10 +280,12 @@ def _sparring_role(seat: str) -> str:
     return seat.lower()
 
 
-def _outcome(folder: Path, seats: dict[str, SeatRecord]) -> tuple[Outcome | None, dict[str, Any], str]:
+def _outcome(folder: Path, seats: dict[str, SeatRecord]
+             ) -> tuple[Outcome | None, dict[str, Any], str, dict[str, Any] | None]:
+    """The outcome, turn scores, status and `scores.json` as read (None: there is none)."""
     path = folder / "scores.json"
     if not path.is_file():
-        return Outcome(status="complete", reason="no scores.json", metrics={}), {}, "complete"
+        return Outcome(status="complete", reason="no scores.json", metrics={}), {}, "complete", None
     scores = _load(path)
     if not isinstance(scores, dict) or not isinstance(scores.get("episode scores", {}), dict):
         raise ClembenchFormatError("scores.json: no `episode scores` mapping")
@@ -237,7 +299,7 @@ def _outcome(folder: Path, seats: dict[str, SeatRecord]) -> tuple[Outcome | None
     outcome = Outcome(rewards=rewards, status="aborted" if aborted else "complete", metrics=metrics,
                       reason="Aborted" if aborted else None)
     turn: dict[str, Any] = scores.get("turn scores") or {}
-    return outcome, turn if isinstance(turn, dict) else {}, "aborted" if aborted else "complete"
+    return outcome, turn if isinstance(turn, dict) else {}, "aborted" if aborted else "complete", scores
 
 
 def failed_record(folder: Path, root: Path, run: str, reason: str) -> EpisodeRecord:
