@@ -33,7 +33,8 @@ Workers = typer.Option(None, "--workers", help="Engine processes: a number or 'a
                        "scripted/replay/API models when the engine is the bottleneck; each loads its own models.")
 Seed = typer.Option(None, "--seed", help="Run seed (per-episode seeds derive from it).")
 RunName = typer.Option(None, "--run-name", help="Fixed run directory name; rerunning the same command resumes it.")
-Quiet = typer.Option(False, "--quiet", "-q", help="No progress bar or summary table.")
+Quiet = typer.Option(False, "--quiet", "-q",
+                     help="No progress bar (not even the model libraries' own) or summary table.")
 NoReport = typer.Option(False, "--no-report", help="Do not write the report at the end.")
 
 
@@ -54,9 +55,11 @@ def _run(opts: RunOptions, *, report: bool = True) -> None:
     from rich.console import Console
 
     from sparring.engine.run import run_experiment
+    from sparring.models.progress_bars import no_progress_bars
 
     console = Console()
-    result = run_experiment(opts, console=console)
+    with no_progress_bars(opts.quiet):  # -q: not even the model libraries' "Loading weights" bars
+        result = run_experiment(opts, console=console)
     if report and result.status not in ("interrupted", "dry-run") and result.run_dir is not None:
         from sparring.analysis.report import report_run
 
