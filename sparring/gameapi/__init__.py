@@ -18,7 +18,16 @@ from sparring.gameapi.game import (
            Seat,
            register_game,
 )
-from sparring.gameapi.hooks import GameHooks, HumanReplay, Metric, PanelContext, PlayPanel, ReplayPlan
+from sparring.gameapi.hooks import (
+           GameHooks,
+           HumanReplay,
+           Metric,
+           MoveTool,
+           PanelContext,
+           PlayPanel,
+           ReplayPlan,
+           ToolArg,
+)
 
 __all__ = ["GAMES", "Action", "ActionSpec", "Event", "Feedback", "Game", "GameHooks", "HumanReplay", "Metric",
-           "Outcome", "PanelContext", "PlayPanel", "ReplayPlan", "Seat", "register_game"]
+           "MoveTool", "Outcome", "PanelContext", "PlayPanel", "ReplayPlan", "Seat", "ToolArg", "register_game"]

@@ -1,9 +1,9 @@
 """What a game tells the layers above it, declared once in its folder (`Game.hooks`).
 
-The clemscore, training-loop reports, the web app's play page and the human-data exporter read
-these instead of keeping per-game tables, so a game written as one folder (even in another
-installed package) is scored, reported, playable by a person and exportable with no edit to
-sparring. Everything here is plain data or a pure function over plain data: a game never
+The clemscore, training-loop reports, the web app's play page, the human-data exporter and the
+tool-calling training environments read these instead of keeping per-game tables, so a game
+written as one folder (even in another installed package) is scored, reported, playable by a
+person or through tools, and exportable with no edit to sparring. Everything here is plain data or a pure function over plain data: a game never
 imports the layers that call its hooks.
 """
 
@@ -97,19 +97,51 @@ class HumanReplay:
 
 
 @dataclass(frozen=True)
+class ToolArg:
+    """One argument of a move tool: its name, its type (str, int, float or bool) and what it means
+    (the text a model reads in the tool's schema)."""
+
+    name: str
+    type: type = str
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class MoveTool:
+    """One kind of move as a typed function call, for training engines where the model acts by
+    calling tools (TRL's `environment_factory`): `name(**args)` plays the reply `text(args, ctx)`,
+    the text the game reads (a Deal or No Deal `propose(books, hats, balls)` is `[propose] (...)`).
+    The game still validates it: an invalid move is corrected as any reply is. `text` may raise
+    ValueError with a message for arguments it cannot turn into a move (the model is told, nothing
+    is played). `roles`: the roles that have this tool (empty: every role)."""
+
+    name: str
+    description: str
+    args: tuple[ToolArg, ...]
+    text: Callable[[Mapping[str, Any], PanelContext], str]
+    roles: frozenset[str] = frozenset()
+
+
+TOOL_TYPES = (str, int, float, bool)
+RESERVED_TOOL_NAMES = frozenset({"reset", "get_reward"})  # the environment's own methods in TRL
+
+
+@dataclass(frozen=True)
 class GameHooks:
     """Everything the layers above the games need to know about one game.
 
     `quality`: the episode quality 0-100 for the clemscore from `Outcome.metrics` (None = not
     scorable); a game whose outcomes carry `quality_score` needs none. `metrics`: headline
     metrics for loop reports and plots. `play`: the human play panel (None = not playable in the
-    browser). `human_data`: human-data sources for SFT export.
+    browser). `human_data`: human-data sources for SFT export. `tools`: the moves as typed tools
+    (a role without any gets one free-text tool).
     """
 
     quality: Callable[[Metrics], float | None] | None = None
     metrics: tuple[Metric, ...] = ()
     play: PlayPanel | None = None
     human_data: tuple[HumanReplay, ...] = ()
+    tools: tuple[MoveTool, ...] = ()
 
 
 def check_hooks(hooks: Any, where: str) -> list[str]:
@@ -130,4 +162,26 @@ def check_hooks(hooks: Any, where: str) -> list[str]:
     for h in hooks.human_data:
         if not isinstance(h, HumanReplay):
             errors.append(f"{where}.hooks.human_data: {h!r} is not a HumanReplay")
+    return errors + _check_tools(hooks.tools, where)
+
+
+def _check_tools(tools: Any, where: str) -> list[str]:
+    """Move tools become methods of generated classes: names must be identifiers, not private, not
+    the environment's own methods, unique per role; arguments typed with a JSON-schema type."""
+    errors: list[str] = []
+    seen: list[MoveTool] = []
+    for t in tools:
+        if not isinstance(t, MoveTool):
+            errors.append(f"{where}.hooks.tools: {t!r} is not a MoveTool")
+            continue
+        if not t.name.isidentifier() or t.name.startswith("_") or t.name in RESERVED_TOOL_NAMES:
+            errors.append(f"{where}.hooks.tools: {t.name!r} cannot be a tool name (an identifier, not private, "
+                          f"not {' or '.join(sorted(RESERVED_TOOL_NAMES))})")
+        if any(o.name == t.name and (not o.roles or not t.roles or o.roles & t.roles) for o in seen):
+            errors.append(f"{where}.hooks.tools: two tools named {t.name!r} for the same role")
+        seen.append(t)
+        for a in t.args:
+            if not (isinstance(a, ToolArg) and a.name.isidentifier() and a.type in TOOL_TYPES and a.name != "self"):
+                errors.append(f"{where}.hooks.tools: {t.name}: argument {a!r} must be a ToolArg with an identifier "
+                              "name and a type among str, int, float, bool")
     return errors

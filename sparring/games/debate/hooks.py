@@ -1,12 +1,21 @@
-"""Debate's hooks: its clemscore quality, headline metrics, web play panel (judge or debater)
-and the replay of the NYU human debates for SFT export."""
+"""Debate's hooks: its clemscore quality, headline metrics, web play panel (judge or debater),
+the replay of the NYU human debates for SFT export and the debater's speech as a tool."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from sparring.gameapi.hooks import GameHooks, HumanReplay, Metric, Metrics, PlayPanel, ReplayPlan
+from sparring.gameapi.hooks import (
+    GameHooks,
+    HumanReplay,
+    Metric,
+    Metrics,
+    MoveTool,
+    PlayPanel,
+    ReplayPlan,
+    ToolArg,
+)
 
 
 def quality(m: Metrics) -> float | None:
@@ -73,4 +82,7 @@ HOOKS = GameHooks(
     play=PlayPanel(roles=("judge", "debater"), rules_first=True,
                    hints={"speech": "quote the story as <quote>exact words</quote>"}),
     human_data=(HumanReplay("nyu", "debater", replay_nyu, "NYU human debates (readable JSONL)"),),
+    tools=(MoveTool("argue", "Give your speech for your side; quote the story as <quote>exact words</quote>.",
+                    (ToolArg("speech", str, "your speech"),), lambda a, ctx: str(a["speech"]).strip(),
+                    roles=frozenset({"debater"})),),
 )

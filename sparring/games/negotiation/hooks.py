@@ -1,5 +1,6 @@
 """Deal or No Deal's hooks: its clemscore quality, headline metrics, web play panel and the
-replay of the human dialogues of lm-selfplay (`data.txt`) for SFT export."""
+replay of the human dialogues of lm-selfplay (`data.txt`) for SFT export, and its moves as tools
+(say, propose)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from sparring.gameapi.hooks import (
     HumanReplay,
     Metric,
     Metrics,
+    MoveTool,
     PanelContext,
     PlayPanel,
     ReplayPlan,
+    ToolArg,
 )
 from sparring.games.negotiation import analysis as A
 from sparring.games.negotiation.instance import PLURALS
@@ -110,10 +113,39 @@ def replay_dond(path: Path, split: str, limit: int | None, rounds: int) -> Repla
     return ReplayPlan(config=config, models={"human": replay})
 
 
+def _move(action: Any, ctx: PanelContext) -> str:
+    """An action in the configured format (`game_args.action_format`), as a model would write it."""
+    from sparring.games.negotiation.protocol import format_action
+
+    return format_action(action, "json" if getattr(ctx.game_config, "action_format", "text") == "json" else "text")
+
+
+def _say(args: Any, ctx: PanelContext) -> str:
+    from sparring.games.negotiation.protocol import ParsedAction
+
+    return _move(ParsedAction("message", text=str(args["message"]).strip()), ctx)
+
+
+def _propose(args: Any, ctx: PanelContext) -> str:
+    from sparring.games.negotiation.protocol import ParsedAction
+
+    return _move(ParsedAction("proposal", counts=(int(args["books"]), int(args["hats"]), int(args["balls"]))), ctx)
+
+
+TOOLS = (
+    MoveTool("say", "Send the other player a message (to negotiate before anyone proposes).",
+             (ToolArg("message", str, "what you say to the other player"),), _say),
+    MoveTool("propose", "Propose the final division: how many of each item YOU keep; the other player gets the "
+                        "rest. The deal is made when both proposals are compatible.",
+             (ToolArg("books", int, "books you keep"), ToolArg("hats", int, "hats you keep"),
+              ToolArg("balls", int, "balls you keep")), _propose),
+)
+
 HOOKS = GameHooks(
     quality=quality,
     metrics=METRICS,
     play=PlayPanel(roles=("negotiator",), move_tags=frozenset({"turn"}), move_form="play_move.html.jinja",
                    parse_move=parse_move, private_view=private_values),
     human_data=(HumanReplay("dond", "negotiator", replay_dond, "Deal or No Deal data.txt (lm-selfplay)"),),
+    tools=TOOLS,
 )

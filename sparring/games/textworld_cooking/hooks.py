@@ -1,8 +1,8 @@
-"""TextWorld cooking's hooks: its clemscore quality and headline metrics."""
+"""TextWorld cooking's hooks: its clemscore quality, headline metrics and the command as a tool."""
 
 from __future__ import annotations
 
-from sparring.gameapi.hooks import GameHooks, Metric, Metrics
+from sparring.gameapi.hooks import GameHooks, Metric, Metrics, MoveTool, ToolArg
 
 
 def quality(m: Metrics) -> float | None:
@@ -12,7 +12,10 @@ def quality(m: Metrics) -> float | None:
     return None if s is None else 100.0 * float(s)
 
 
-HOOKS = GameHooks(quality=quality, metrics=(
+TOOLS = (MoveTool("command", "Type one command into the game (e.g. open fridge, take red apple).",
+                  (ToolArg("command", str, "the command"),), lambda a, ctx: str(a["command"]).strip()),)
+
+HOOKS = GameHooks(quality=quality, tools=TOOLS, metrics=(
     Metric("success", "higher", "wilson", "the meal was cooked and eaten"),
     Metric("score", "higher", "bootstrap", "normalised game score"),
     Metric("invalid_rate", "lower", "bootstrap", "share of steps with an invalid command"),

@@ -1,11 +1,15 @@
-"""Wordle's hooks: headline metrics (its quality is the outcomes' own `quality_score`)."""
+"""Wordle's hooks: headline metrics (its quality is the outcomes' own `quality_score`) and the guesser's
+move as a tool (guess)."""
 
 from __future__ import annotations
 
-from sparring.gameapi.hooks import GameHooks, Metric
+from sparring.gameapi.hooks import GameHooks, Metric, MoveTool, ToolArg
+
+TOOLS = (MoveTool("guess", "Guess the five-letter word.", (ToolArg("word", str, "a five-letter English word"),),
+                  lambda a, ctx: f"GUESS: {str(a['word']).strip()}", roles=frozenset({"guesser"})),)
 
 HOOKS = GameHooks(metrics=(
     Metric("success", "higher", "wilson", "the word was found"),
     Metric("n_guesses", "lower", "bootstrap", "guesses per game"),
     Metric("quality_score", "higher", "bootstrap", "100 / n for a success at attempt n, else 0"),
-))
+), tools=TOOLS)
