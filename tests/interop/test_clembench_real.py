@@ -104,3 +104,17 @@ def test_a_run_imported_before_the_players_entry_was_kept_still_exports(imported
     assert (out / f"{LLAMA}/wordle/0_high_frequency_words_no_clue_no_critic/episode_1/scores.json").is_file()
     players = json.loads((out / f"{LLAMA}/taboo/0_high_en/episode_14/interactions.json").read_text())["players"]
     assert players["Player 1"] == "WordDescriber, Llama-3.3-70B-Instruct"
+
+
+def test_the_imported_sample_reports_and_browses_with_each_players_view(imported):
+    from fastapi.testclient import TestClient
+
+    from sparring.analysis.report import write_report
+    from sparring.web.app import create_app
+
+    assert write_report(imported.run_dir).is_file()
+    client = TestClient(create_app(imported.run_dir.parent), base_url="http://127.0.0.1")
+    for record in iter_records(imported.run_dir):
+        for seat in record.seats:
+            page = client.get(f"/runs/v2/episodes/{record.id}", params={"view": seat})
+            assert page.status_code == 200, (record.instance_id, seat, page.text[:300])
