@@ -9,7 +9,8 @@ The rules, as clembench's scorers give them:
   on; Main Score 100 / rounds for a win; a clue that uses the target or a related word loses (Lose
   1, Main Score 0; it is no format violation, so not Aborted); turn scores Accuracy and the request
   counts per round (from 0); Repetition-Guesser / Repetition-Describer count a guess / clue equal to
-  the previous round's;
+  the previous round's (what clembench's scorer says they count; its code looks for "guess" / "clue"
+  actions that its taboo game master no longer logs, so clembench itself always writes 0);
 - wordle family: Request Count every reply of a player, Violated the rejected ones, Request
   Success Ratio Parsed / Request; Main Score for a win in n rounds: wordle 100, 100, 100, 50, 30,
   20 for n = 1..6 (beyond clembench's six guesses: round(100 / n, 2)), wordle_withcritic
