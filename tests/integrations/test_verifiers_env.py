@@ -1,0 +1,134 @@
+"""sparring games as verifiers v1 environments, played by verifiers' own eval runner against a local
+OpenAI-compatible server: Deal or No Deal self-play, a debate with a judge seat (frozen, then pinned
+to another model), and TextArena Kuhn Poker against the engine's random player. Each seat's trace
+reward equals what sparring's engine gives for the same replies. Skipped without `sparring[verifiers]`."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from held_games import debate_experiment, dond_experiment, engine_rewards, kuhn_experiment
+
+vf = pytest.importorskip("verifiers.v1")
+
+from sparring.integrations.verifiers.package import write_package  # noqa: E402
+
+
+@pytest.fixture
+def install(tmp_path, monkeypatch):
+    """Write a package and make it importable, as `pip install` would."""
+    monkeypatch.setenv("VF_RUN_ID", "sparring-test")  # the runner sets it for its subprocesses
+
+    def go(experiment, name, seats=None):
+        pkg = write_package(experiment, tmp_path / name, name=name, seats=seats)
+        monkeypatch.syspath_prepend(str(pkg.path))
+        return pkg
+    return go
+
+
+def evaluate(server, tmp_path, env, num_rollouts=1, max_concurrent=None):
+    """Episodes of every task, run by verifiers' eval runner (`vf-eval`'s, in process)."""
+    from verifiers.v1.cli.eval.runner import run_eval
+    from verifiers.v1.configs.cli.eval import EvalConfig
+
+    config = EvalConfig.model_validate({
+        "env": env, "model": "policy", "num_rollouts": num_rollouts, "max_concurrent": max_concurrent,
+        "client": {"base_url": server.openai_base_url, "api_key_var": "SPARRING_TEST_NO_KEY"},
+        "push": False, "rich": None, "output_dir": str(tmp_path / "runs")})
+    return asyncio.run(run_eval(config))
+
+
+def seat_rewards(episodes):
+    """(instance, matchup, mirrored) -> {player: reward} from the traces, the same for every rollout."""
+    out: dict[tuple, dict[str, float]] = {}
+    for episode in episodes:
+        assert episode.ok, [e.message for e in episode.errors]
+        facts = [t.info["sparring"] for t in episode.traces]
+        key = (facts[0]["instance_id"], facts[0]["matchup"], facts[0]["flip"])
+        got = {f["player"]: t.rewards["outcome"].score for f, t in zip(facts, episode.traces, strict=True)}
+        assert out.setdefault(key, got) == got  # a task's rollouts: the same game for the same replies
+    return out
+
+
+def test_deal_or_no_deal_self_play(server, install, tmp_path):
+    pkg = install(dond_experiment(), "sparring-vf-dond")
+    server.requests.clear()
+    episodes = evaluate(server, tmp_path, {"taskset": {"id": pkg.name}}, num_rollouts=2)
+    assert len(episodes) == 8  # 2 scenarios x 2 seat orders x 2 rollouts, played concurrently
+    for episode in episodes:
+        assert sorted(t.agent.name for t in episode.traces) == ["player_1", "player_2"]
+        assert all(t.agent.trainable and t.num_turns >= 2 for t in episode.traces)
+        assert len({t.info["sparring"]["episode_id"] for t in episode.traces}) == 1
+    assert len({e.traces[0].info["sparring"]["episode_id"] for e in episodes}) == 8  # a group's episodes differ
+    assert {r.body.get("max_tokens") for r in server.requests} == {24}  # the seat agent's sampling
+    assert all("seed" not in r.body for r in server.requests)  # a group's episodes must be free to differ
+    expected = engine_rewards(dond_experiment(), server, ["negotiator"])
+    got = seat_rewards(episodes)
+    assert got == expected and any(v for r in got.values() for v in r.values())
+
+
+def test_debate_with_a_judge_seat(server, install, tmp_path):
+    pkg = install(debate_experiment(), "sparring-vf-debate")
+    assert pkg.seats == ["debater_a", "debater_b", "judge"]
+    episodes = evaluate(server, tmp_path, {"taskset": {"id": pkg.name}})
+    assert len(episodes) == 2
+    for episode in episodes:
+        trainable = {t.agent.name: t.agent.trainable for t in episode.traces}
+        assert trainable == {"debater_a": True, "debater_b": True, "judge": False}  # the judge evaluates
+        judge = next(t for t in episode.traces if t.agent.name == "judge")
+        assert "Give your verdict" in judge.branches[-1].messages[-2].content  # the engine's verdict instruction
+    expected = engine_rewards(debate_experiment(), server, ["debater", "judge"])
+    assert seat_rewards(episodes) == expected
+    assert {r["Debater_A"] for r in expected.values()} == {0.8}  # the judge's 80% for A, as each side's reward
+
+    # The judge pinned to a frozen endpoint (another model), and one debater frozen by name.
+    server.requests.clear()
+    episodes = evaluate(server, tmp_path, {"taskset": {"id": pkg.name}, "frozen": ["debater_b"],
+                                           "judge": {"model": "frozen-judge"}})
+    assert seat_rewards(episodes) == expected
+    for episode in episodes:
+        trainable = {t.agent.name: t.agent.trainable for t in episode.traces}
+        assert trainable == {"debater_a": True, "debater_b": False, "judge": False}
+    models = {r.body["model"] for r in server.requests if "Give your verdict" in r.body["messages"][-1]["content"]}
+    assert models == {"frozen-judge"}
+
+
+def test_textarena_against_the_engines_partner(server, install, tmp_path):
+    pytest.importorskip("textarena")
+    pkg = install(kuhn_experiment(), "sparring-vf-kuhn", seats=["smol"])
+    # one episode at a time: TextArena deals from Python's global random module (see held_games)
+    episodes = evaluate(server, tmp_path, {"taskset": {"id": pkg.name}}, max_concurrent=1)
+    assert len(episodes) == 4 and all(len(e.traces) == 1 for e in episodes)  # the random player has no trace
+    got, expected = seat_rewards(episodes), engine_rewards(kuhn_experiment(), server, ["smol"])
+    assert got == {k: {"Player 0": v["Player 0"]} for k, v in expected.items()}  # smol's seat, mirrored or not
+
+
+def test_package_loads_as_verifiers_does_and_splits(install):
+    pkg = install(dond_experiment(), "sparring-vf-split")
+    module = importlib.import_module(pkg.module)
+    env = module.load_environment(taskset={"split": "test", "limit": 3})
+    assert isinstance(env, vf.Env) and type(env).__name__ == "SparringVfSplitEnv"
+    test_ids = {t.data.instance_id for t in env.taskset}
+    train_ids = {t.data.instance_id for t in module.load_environment(taskset={"split": "train"}).taskset}
+    assert len(test_ids) == 3 and not test_ids & train_ids  # the held-out split shares no scenario
+    with pytest.raises(ValueError, match="frozen: unknown seat"):
+        module.load_environment(frozen=["nobody"])
+
+
+@pytest.mark.slow
+def test_vf_eval_command_line_accepts_the_documented_options(install, tmp_path):
+    """`vf-eval NAME -m MODEL --client.base-url URL -n 4 --env.taskset.split test --no-push`, as the
+    package's README and the docs write it (a dry run: the config resolves, nothing is played)."""
+    pkg = install(dond_experiment(), "sparring-vf-cli")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(pkg.path), *sys.path])}
+    cmd = [str(Path(sys.executable).parent / "vf-eval"), pkg.name, "-m", "policy", "--client.base-url",
+           "http://127.0.0.1:9/v1", "-n", "4", "--env.taskset.split", "test", "--no-push", "--dry-run",
+           "-o", str(tmp_path / "out"), "--env.player_1.model", "frozen"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
