@@ -19,6 +19,16 @@ worker would kill the next. Workers start (and load their models) while the pare
 building the schedule. Local models are loaded once per worker: use workers with scripted,
 replay or API models, not with a big local model on one device.
 
+Channels: the parent writes to each worker through that worker's own queue (its inbox, read by no
+one else; a feeder thread writes it, so the parent never blocks on a busy worker), and each
+worker writes back on its own pipe, which only it writes and only the parent reads. No lock is
+shared between workers: a worker killed at any instant (SIGKILL, the OOM killer, a crash in
+native code, even halfway through a message) takes nothing down with it. The parent waits on
+every pipe and every process's sentinel at once (`multiprocessing.connection.wait`), reads what
+the dead worker sent completely, drops the rest (a message cut off by the death ends in
+end-of-file) and counts the worker lost. A single queue shared by all workers would not do: its
+write lock, held by a worker that dies mid-message, is never released and silences the others.
+
 Start method: `fork` where it is safe (Linux, this process runs no other thread and has not
 imported torch — a forked copy of a threaded runtime can deadlock), `spawn` otherwise. A forked
 worker inherits the resolved experiment and skips the imports and the dataset: about a second
@@ -29,135 +39,21 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import queue
 import signal
 import sys
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable
+from multiprocessing.connection import wait
 from typing import Any
 
 from sparring.engine.runner import RunStats
-from sparring.errors import ConfigError, SparringError
-from sparring.records.store import RunStore, Stored
-from sparring.registry import import_plugin, registered_modules
+from sparring.engine.worker_process import worker_main
+from sparring.errors import ConfigError
+from sparring.records.store import RunStore
+from sparring.registry import registered_modules
 
-POLL_S = 0.2
-
-
-class _Sink:
-    """Collects a worker's finished episodes until the end of the tick, serialised (and redacted
-    of its models' credentials) here, so the parent only appends lines."""
-
-    def __init__(self, redact: Any = None) -> None:
-        self.items: list[Stored] = []
-        self.redact = redact
-
-    def add_done(self, record: Any) -> None:
-        self.items.append(Stored.of(record, self.redact))
-
-    add_failed = add_done
-
-
-def _worker(opts: Any, index: int, inbox: Any, out: Any, stop: Any, modules: list[tuple[str, str | None]],
-            plan: Any = None) -> None:
-    """A worker process: load the models, then play each list of jobs that arrives in `inbox`.
-
-    `plan`: the parent's resolved experiment, inherited by a forked worker. A spawned one
-    resolves the experiment itself (the parent sends the instances, first thing in `inbox`, so
-    no dataset is read twice).
-    """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
-    _die_with_parent(index)
-    from sparring.engine.loader import build_agents
-    from sparring.engine.plan import episodes, models_to_load
-    from sparring.engine.runner import Runner
-    from sparring.models.pool import ModelPool
-
-    pool = None
-    try:
-        if plan is None:
-            plan = _prepare(opts, _receive(inbox), modules)
-        exp = plan.exp
-        pool = ModelPool(exp.specs)
-        for alias, model in plan.extra_models.items():
-            pool.add(alias, model)
-        agents = build_agents(exp)
-        for alias in models_to_load(plan):
-            pool.get(alias)
-        sink = _Sink(pool.redact)
-        runner = Runner(pool.get, max_live=exp.config.run.max_live, on_done=sink.add_done,
-                        on_failed=sink.add_failed)
-
-        reported: list[str] = []
-
-        def tick() -> None:
-            if sink.items:
-                out.put(("episodes", index, sink.items, runner.stats.counters()))
-                sink.items = []
-            if runner.stopped_by and not reported:  # a circuit breaker tripped here: stop every worker
-                reported.append(runner.stopped_by)
-                out.put(("stopped", index, runner.stopped_by, runner.stats.counters()))
-            if stop.is_set():
-                runner.stop_now()
-
-        runner.on_tick = tick
-        while (chunk := _receive(inbox)) is not None:  # the first chunk of a round
-            runner.run(episodes(exp, plan.instances, _dealt(chunk, index, inbox, out), agents, sink))
-            out.put(("end", index, [], runner.stats.counters()))
-            if stop.is_set():  # interrupted: the parent stops after this round; chunks may be left unread
-                break
-    except BaseException as e:  # noqa: BLE001 — reported to the parent, which records the run as incomplete
-        out.put(("error", index, f"{type(e).__name__}: {e}", 0))
-    finally:
-        if pool is not None:
-            pool.close()
-
-
-def _dealt(chunk: list[Any], index: int, inbox: Any, out: Any) -> Iterator[Any]:
-    """A round's jobs as the parent deals them: asks for one more chunk whenever it starts one,
-    and ends at the empty chunk that closes the round. Read lazily by the runner, which admits
-    episodes only as live ones finish."""
-    while chunk:
-        out.put(("more", index, [], 0))
-        yield from chunk
-        chunk = _receive(inbox)
-
-
-def _prepare(opts: Any, instances: list[Any], modules: list[tuple[str, str | None]]) -> Any:
-    """A spawned worker's own copy of the experiment: the parent's plugins, then `prepare`."""
-    from sparring.engine.plan import prepare
-
-    failed_plugins = []
-    for name, file in modules:  # plugins registered in the parent (custom games, backends, sources)
-        try:
-            import_plugin(name, file)
-        except Exception as e:  # noqa: BLE001 — only matters if the experiment needs it (below)
-            failed_plugins.append(f"{name}: {type(e).__name__}: {e}")
-    try:
-        return prepare(opts, instances=instances)
-    except Exception as e:
-        if failed_plugins:
-            raise SparringError(f"{e} (modules that registered plugins in the parent process could not "
-                                f"be imported here: {'; '.join(failed_plugins)})") from e
-        raise
-
-
-def _die_with_parent(index: int) -> None:
-    """If the parent is killed (even with SIGKILL), its workers must not linger: on Linux the
-    kernel kills them (PR_SET_PDEATHSIG); elsewhere `_receive` notices between rounds. The
-    process is also named `sparring-w<index>` so that ps/top tell workers apart."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-        libc.prctl(15, f"sparring-w{index}".encode()[:15], 0, 0, 0)  # 15 = PR_SET_NAME
-    except (OSError, AttributeError):  # pragma: no cover - exotic libc
-        pass
-
+POLL_S = 0.2  # the parent's longest wait for a worker's message (a dead one is seen at once)
 
 UNSAFE_TO_FORK = ("torch", "tensorflow", "jax")  # runtimes with native thread pools
 
@@ -176,17 +72,6 @@ def start_method(requested: str = "auto") -> str:
     return "fork"
 
 
-def _receive(inbox: Any) -> Any:
-    """The next message from the parent; exits quietly if the parent has gone away."""
-    parent = mp.parent_process()
-    while True:
-        try:
-            return inbox.get(timeout=1.0)
-        except queue.Empty:
-            if parent is not None and not parent.is_alive():
-                raise SystemExit(0) from None
-
-
 class ParallelRunner:
     """Plays lists of jobs on `workers` processes; quacks like `Runner` for `run_experiment`.
 
@@ -203,36 +88,41 @@ class ParallelRunner:
         self.stopped_by: str | None = None
         self.start_method = start_method(start)
         ctx: Any = mp.get_context(self.start_method)
-        self._out = ctx.Queue()
-        self._stop = ctx.Event()
+        self._stop = ctx.RawValue("b", 0)  # a byte in shared memory: read without a lock
         self._inboxes = [ctx.Queue() for _ in range(workers)]
         self._tokens: list[tuple[int, int, int, int]] = [(0, 0, 0, 0)] * workers  # RunStats.counters() per worker
         forked = self.start_method == "fork"
         if not forked:
             _check_main_importable()
         modules = registered_modules()
-        # Big data goes through the queues (a feeder thread), never through the spawn bootstrap
-        # pipe: a child that dies while starting must not leave the parent blocked on a write.
-        self._procs = [ctx.Process(target=_worker, name=f"sparring-worker-{i}", daemon=True,
-                                   args=(opts, i, self._inboxes[i], self._out, self._stop, modules,
-                                         plan if forked else None))
-                       for i in range(workers)]
-        self._alive = set(range(workers))
-        if forked:
-            # nothing buffered may be written twice, and no queue feeder thread may exist yet
+        items = None if forked else list(plan.instances.values())
+        if forked:  # nothing buffered may be written twice, and no queue feeder thread may exist yet
             sys.stdout.flush()
             sys.stderr.flush()
-            for p in self._procs:
-                p.start()
-            return
-        items = list(plan.instances.values())
-        for i, p in enumerate(self._procs):
-            p.start()
-            self._inboxes[i].put(items)
+        self._procs: list[Any] = []
+        self._pipes: list[Any] = []  # the parent's read end of each worker's pipe
+        self._cut: dict[int, str] = {}  # workers whose last message was cut off by their death
+        for i in range(workers):
+            # Each pipe is made just before its worker starts, and the parent closes the write end
+            # right after: a worker forked later inherits no other worker's write end, and a dead
+            # worker's pipe ends in end-of-file. Big data goes through the queues (a feeder thread),
+            # never through the spawn bootstrap pipe: a child that dies while starting must not
+            # leave the parent blocked on a write.
+            reader, writer = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=worker_main, name=f"sparring-worker-{i}", daemon=True,
+                               args=(opts, i, self._inboxes[i], writer, self._stop, modules,
+                                     plan if forked else None))
+            proc.start()
+            writer.close()
+            self._procs.append(proc)
+            self._pipes.append(reader)
+            if items is not None:
+                self._inboxes[i].put(items)
+        self._alive = set(range(workers))
 
     def stop_admitting(self) -> None:
         self.draining = True
-        self._stop.set()
+        self._stop.value = 1
 
     def stop_now(self) -> None:
         """Ctrl-C: the workers drop their live episodes after their current tick."""
@@ -262,38 +152,77 @@ class ParallelRunner:
         waiting = set(live)
         try:
             while waiting:
-                try:
-                    kind, index, payload, worker_tokens = self._out.get(timeout=POLL_S)
-                except queue.Empty:
-                    for i in sorted(waiting):
-                        if self._procs[i].exitcode is not None:  # died without a word (killed, crashed)
-                            self._lost(i, f"worker {i} exited with code {self._procs[i].exitcode}")
-                            waiting.discard(i)
-                    continue
-                if kind == "more":
-                    deal(index)
-                    continue
-                if isinstance(worker_tokens, (tuple, list)):
-                    self._tokens[index] = tuple(worker_tokens)
-                    self._sum_counters()
-                if kind == "episodes":
-                    for item in payload:
-                        self.store.add_serialized(item)
-                elif kind == "error":
-                    self._lost(index, f"worker {index}: {payload}")
-                    waiting.discard(index)
-                elif kind == "stopped":
-                    if self.stopped_by is None:
-                        self.stopped_by = f"worker {index}: {payload}"
-                        self.stop_admitting()
-                else:
-                    waiting.discard(index)
-                if self.on_tick:
-                    self.on_tick()
+                owners: dict[Any, int] = {}
+                for i in waiting:
+                    owners[self._pipes[i]] = owners[self._procs[i].sentinel] = i
+                for ready in wait(list(owners), timeout=POLL_S):
+                    i = owners[ready]
+                    if i not in waiting:  # lost or ended earlier in this loop
+                        continue
+                    if ready is self._pipes[i] and (message := self._read(i)) is not None:
+                        self._handle(message, waiting, deal)
+                        continue
+                    # The process ended (or closed its pipe): what it sent in full still counts
+                    while i in waiting and (message := self._read(i)) is not None:
+                        self._handle(message, waiting, deal)
+                    if i in waiting:
+                        self._lost(i, self._death(i))
+                        waiting.discard(i)
         finally:
             if self.on_tick:
                 self.on_tick()
         return self.stats
+
+    def _read(self, i: int) -> Any:
+        """Worker i's next message, or None at the end of its pipe: a worker that died. Never
+        blocks for long: the worker is writing the message, or dead (then its pipe has ended)."""
+        try:
+            return self._pipes[i].recv()
+        except EOFError:
+            return None
+        except OSError:  # "got end of file during message": it died in the middle of one
+            self._cut[i] = " in the middle of sending a message"
+            return None
+
+    def _handle(self, message: Any, waiting: set[int], deal: Callable[[int], None]) -> None:
+        kind, index, payload, worker_tokens = message
+        if kind == "more":
+            deal(index)
+            return
+        if isinstance(worker_tokens, (tuple, list)):
+            self._tokens[index] = tuple(worker_tokens)
+            self._sum_counters()
+        if kind == "episodes":
+            for item in payload:
+                self.store.add_serialized(item)
+        elif kind == "error":
+            self._lost(index, f"worker {index}: {payload}")
+            waiting.discard(index)
+        elif kind == "stopped":
+            if self.stopped_by is None:
+                self.stopped_by = f"worker {index}: {payload}"
+                self.stop_admitting()
+        else:
+            waiting.discard(index)
+        if self.on_tick:
+            self.on_tick()
+
+    def _death(self, i: int) -> str:
+        """How worker i ended, for the run's errors (its exit code, or the signal that killed it)."""
+        proc = self._procs[i]
+        proc.join(timeout=5)  # its pipe or sentinel said so: it is gone or about to be
+        if proc.exitcode is None:  # closed its pipe but lingers: it can no longer report anything
+            proc.kill()
+            proc.join(timeout=5)
+            how = "closed its pipe to the parent and was stopped"
+        elif proc.exitcode < 0:
+            try:
+                how = f"was killed by {signal.Signals(-proc.exitcode).name}"
+            except ValueError:  # a signal without a name here
+                how = f"was killed by signal {-proc.exitcode}"
+        else:
+            how = f"exited with code {proc.exitcode}"
+        return f"worker {i} {how}{self._cut.pop(i, '')}"
 
     def _sum_counters(self) -> None:
         """The run's counters: the sum of what each worker last reported."""
@@ -312,6 +241,8 @@ class ParallelRunner:
         self.errors.append(f"{message}; its unfinished episodes were not stored (resume the run to play them)")
 
     def close(self) -> None:
+        for pipe in self._pipes:  # first: a worker still sending gets a broken pipe, not a wait
+            pipe.close()
         for i in self._alive:
             self._inboxes[i].put(None)
         for p in self._procs:

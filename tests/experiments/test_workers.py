@@ -85,22 +85,81 @@ def test_chunks_are_small_enough_to_balance_and_never_wider_than_a_worker_plays(
     assert chunk_size(36, 2, 64) == chunk_size(0, 2, 64) == 1
 
 
-def test_a_worker_that_dies_loses_only_its_live_episodes(make_config, runs_dir, tmp_path):
-    """The other worker takes every chunk not yet dealt; resume plays the lost ones, once each."""
+def dying_worker_config(make_config, tmp_path, function: str, start: str = "auto") -> Path:
+    """24 episodes (12 questions, both seat orders) in which alice's replies come from `function`
+    of toy_game.py: worker 0 dies at its third call, always within the two chunks dealt to it
+    up front (alice speaks twice in each episode)."""
     import toy_game
 
     models = tmp_path / "dies.yaml"
     models.write_text(open(toy_game.MODELS_FILE).read() + "  t-dies:\n    backend: scripted\n"
-                      "    args: {mode: callable, function: 'toy_game:dies_in_worker_0', score_mode: random}\n")
-    path = make_config({"models_file": str(models), "dataset": {"args": {"n": 12}},
-                        "agents": {"alice": {"model": "t-dies"}},
+                      f"    args: {{mode: callable, function: 'toy_game:{function}', score_mode: random}}\n")
+    return make_config({"models_file": str(models), "dataset": {"args": {"n": 12}},
+                        "agents": {"alice": {"model": "t-dies"}}, "run": {"worker_start": start},
                         "tournament": {"=type": "custom", "matchups": [["alice", "bob"]]}})
+
+
+def check_lost_and_resumed(first, path, runs_dir) -> None:
+    """Missing after the death: at most worker 0's live episodes (max_live 2) and the two chunks
+    queued for it (1 job each). The resume plays exactly those: every episode stored once."""
+    assert 24 - 4 <= first.summary["done"] < 24 and first.summary["failed"] == 0
+    again = run(path, runs_dir, run_name=first.run_dir.name)
+    assert again.status == "complete" and again.summary["skipped"] == first.summary["done"]
+    ids = [json.loads(x)["id"] for x in (first.run_dir / "episodes.jsonl").read_text().splitlines()]
+    assert len(ids) == len(set(ids)) == 24
+
+
+@pytest.mark.timeout(120)  # it once hung (issue #49): fail fast, with the stacks, if it does again
+def test_a_worker_that_dies_loses_only_its_live_episodes(make_config, runs_dir, tmp_path):
+    """The other worker takes every chunk not yet dealt; resume plays the lost ones, once each."""
+    path = dying_worker_config(make_config, tmp_path, "dies_in_worker_0")
     first = run(path, runs_dir, run_name="d", workers=2, max_live=2)
     assert first.status == "incomplete" and "worker 0 exited with code 3" in first.summary["worker_errors"][0]
-    # missing: at most worker 0's live episodes (max_live 2) and the two chunks queued for it (1 job each)
-    assert 24 - 4 <= first.summary["done"] < 24
-    again = run(path, runs_dir, run_name="d")
-    assert again.status == "complete" and again.summary["skipped"] == first.summary["done"]
+    check_lost_and_resumed(first, path, runs_dir)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_a_worker_killed_in_the_middle_of_a_message_costs_only_its_episodes(make_config, runs_dir, tmp_path,
+                                                                             start):
+    """Worker 0 is SIGKILLed halfway through sending a 2 MB message (toy_game.dies_sending_in_worker_0
+    cuts it off on purpose). With one queue shared by the workers this could leave its lock held
+    and hang the run (issue #49); with a pipe per worker the parent reads the half message to its
+    end of file, counts worker 0 lost, and worker 1 plays on."""
+    from toy_game import BIG_REPLY
+
+    path = dying_worker_config(make_config, tmp_path, "dies_sending_in_worker_0", start)
+    began = time.monotonic()
+    first = run(path, runs_dir, run_name="cut", workers=2, max_live=2)
+    took = time.monotonic() - began
+    assert first.status == "incomplete"
+    (error,) = first.summary["worker_errors"]
+    assert error.startswith("worker 0 was killed by SIGKILL in the middle of sending a message"), error
+    assert took < 30, f"the run took {took:.1f} s to end after its worker died"
+    replies = [c.completions[0].text for r in iter_records(first.run_dir) for c in r.calls if c.op == "generate"]
+    assert replies and max(map(len, replies)) < BIG_REPLY  # the cut-off message stored nothing
+    check_lost_and_resumed(first, path, runs_dir)
+
+
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_a_circuit_breaker_in_one_worker_stops_the_run(make_config, runs_dir, tmp_path, start):
+    """Worker 0's server is gone (at its first call, always within the chunks dealt to it up
+    front): it tells the parent, which stops dealing and raises the stop flag every worker reads;
+    the run ends incomplete, saying which worker stopped it, and a retry completes it."""
+    import io
+
+    from rich.console import Console
+
+    from sparring.engine.run import RunOptions, run_experiment
+
+    path = dying_worker_config(make_config, tmp_path, "gone_in_worker_0", start)
+    out = io.StringIO()
+    first = run_experiment(RunOptions(configuration=str(path), output_dir=str(runs_dir), run_name="gone",
+                                      workers=2, max_live=2, quiet=True), console=Console(file=out, width=300))
+    assert first.status == "incomplete" and first.summary["failed"] >= 1 and "worker_errors" not in first.summary
+    assert "stopped early: worker 0: toy server is unreachable" in out.getvalue()
+    again = run(path, runs_dir, run_name="gone", retry_failed=True)  # one process: the server is back
+    assert again.status == "complete"
     ids = [json.loads(x)["id"] for x in (first.run_dir / "episodes.jsonl").read_text().splitlines()]
     assert len(ids) == len(set(ids)) == 24
 

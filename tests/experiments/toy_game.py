@@ -214,3 +214,54 @@ def dies_in_worker_0(request) -> str:
         if _CALLS["n"] == 3:
             os._exit(3)
     return "still here"
+
+
+BIG_REPLY = 1_000_000  # characters: its episode's message is many times a pipe's buffer
+
+
+def dies_sending_in_worker_0(request) -> str:
+    """A scripted reply; worker 0's third one is BIG_REPLY long, and the worker process is killed
+    (SIGKILL) in the middle of sending the message that carries its episode (crash tests)."""
+    import multiprocessing
+
+    if multiprocessing.current_process().name.endswith("-0"):
+        _CALLS["sending"] = _CALLS.get("sending", 0) + 1
+        if _CALLS["sending"] == 3:
+            _cut_off_big_messages()
+            return "x" * BIG_REPLY
+    return "still here"
+
+
+def _cut_off_big_messages() -> None:
+    """From now on, when this process writes more than 100 KB at once to a pipe connection, half
+    of it goes out and the process SIGKILLs itself with the rest unsent: a kill at the worst
+    instant, made deterministic. Hooked where `Connection.send` and `send_bytes` (the latter also
+    behind a multiprocessing queue's feeder thread) write: after the message's length header,
+    in the write of its bytes. `_send` is CPython's, on POSIX: if it ever goes, nothing is cut
+    off and the death tests fail (the run completes), they do not pass quietly."""
+    import os
+    import signal
+    from multiprocessing.connection import Connection
+
+    write = Connection._send
+
+    def cut_off(self, buf, *args):
+        if len(buf) <= 100_000:
+            return write(self, buf, *args)
+        view = memoryview(buf)[: len(buf) // 2]
+        while view:
+            view = view[os.write(self.fileno(), view):]
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    Connection._send = cut_off
+
+
+def gone_in_worker_0(request) -> str:
+    """A scripted reply; in worker 0, a server that is gone (its circuit breaker stops the run)."""
+    import multiprocessing
+
+    from sparring.errors import ServerGoneError
+
+    if multiprocessing.current_process().name.endswith("-0"):
+        raise ServerGoneError("toy server is unreachable")
+    return "still here"
