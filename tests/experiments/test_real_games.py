@@ -154,10 +154,11 @@ def test_benchmark_negotiators_play_the_shortest_legal_game(tmp_path, runs_dir):
 
 
 @pytest.mark.bundled
+@pytest.mark.timeout(600)  # about 1 min; on first use also the model's fetch and conversion (~1 min)
 def test_quickstart_end_to_end_with_bundled_model(tmp_path):
     out = subprocess.run([sys.executable, str(REPO / "scripts" / "run_debate.py"), "--configuration",
                           "quickstart", "--num-iters", "1", "-o", str(tmp_path), "--run-name", "qs"],
-                         capture_output=True, text=True, timeout=900)
+                         capture_output=True, text=True, timeout=540)
     assert out.returncode == 0, out.stdout + out.stderr
     recs = list(iter_records(tmp_path / "qs"))
     assert len(recs) == 2 and all(r.status == "complete" for r in recs)
@@ -166,10 +167,11 @@ def test_quickstart_end_to_end_with_bundled_model(tmp_path):
 
 
 @pytest.mark.bundled
+@pytest.mark.timeout(600)  # about 1 min; on first use also the model's fetch and conversion (~1 min)
 def test_dond_quickstart_end_to_end_with_bundled_model(tmp_path):
     out = subprocess.run([sys.executable, str(REPO / "scripts" / "run_negotiation.py"), "--configuration",
                           "dond-quickstart", "--num-iters", "1", "-o", str(tmp_path), "--run-name", "dq",
-                          "--no-report"], capture_output=True, text=True, timeout=900)
+                          "--no-report"], capture_output=True, text=True, timeout=540)
     assert out.returncode == 0, out.stdout + out.stderr
     recs = list(iter_records(tmp_path / "dq"))
     assert len(recs) == 2 and all(r.status in ("complete", "aborted") for r in recs)

@@ -241,6 +241,7 @@ def episode_ids(run_dir: str) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # two `accelerate launch` runs and one in-process iteration: 112 s on 2 loaded cores
 def test_a_dpo_iteration_on_two_processes_plays_once_writes_once_and_trains_what_one_process_trains(tmp_path, tiny):
     from sparring.train.loop import Loop
     from sparring.train.loop_config import load_loop
