@@ -122,7 +122,7 @@ def test_a_worker_that_dies_loses_only_its_live_episodes(make_config, runs_dir, 
 @pytest.mark.parametrize("start", ["fork", "spawn"])
 def test_a_worker_killed_in_the_middle_of_a_message_costs_only_its_episodes(make_config, runs_dir, tmp_path,
                                                                              start):
-    """Worker 0 is SIGKILLed halfway through sending a 2 MB message (toy_game.dies_sending_in_worker_0
+    """Worker 0 is SIGKILLed halfway through sending a message of over 1 MB (toy_game.dies_sending_in_worker_0
     cuts it off on purpose). With one queue shared by the workers this could leave its lock held
     and hang the run (issue #49); with a pipe per worker the parent reads the half message to its
     end of file, counts worker 0 lost, and worker 1 plays on."""
