@@ -132,3 +132,25 @@ def test_vf_eval_command_line_accepts_the_documented_options(install, tmp_path):
            "-o", str(tmp_path / "out"), "--env.player_1.model", "frozen"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_the_docs_prime_rl_configs_resolve(install):
+    """The `env` blocks of docs/scale-out.md's prime-rl configs, against the packages it writes."""
+    import re
+    import tomllib
+
+    install("dond-quickstart", "sparring-dond")
+    install("quickstart", "sparring-debate")
+    text = (Path(__file__).resolve().parents[2] / "docs" / "scale-out.md").read_text(encoding="utf-8")
+    configs = [tomllib.loads(block) for block in re.findall(r"```toml\n(.*?)```", text, re.S)]
+    assert len(configs) == 2 and all(c["orchestrator"]["algo"]["type"] == "rae" for c in configs)
+    seen = {}
+    for config in configs:
+        for group in ("train", "eval"):
+            for source in config["orchestrator"].get(group, {}).get("source", []):
+                env = vf.resolve_env_config(source["env"])
+                seen[(source["name"], group)] = env
+    assert seen[("dond", "train")].format_penalty == 0.1 and seen[("dond", "train")].taskset.split == "train"
+    assert seen[("dond-held-out", "eval")].taskset.split == "test"
+    judge = seen[("debate", "train")].judge
+    assert judge.model == "Qwen/Qwen3-8B" and judge.client.base_url.endswith(":8000/v1")
