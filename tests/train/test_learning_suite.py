@@ -147,9 +147,15 @@ def test_the_loop_experiments_build_valid_loop_configs(tmp_path, size):
     assert d.method == "dpo" and d.selfplay["agents"]["judge"]["model"] == "quote-judge"
     assert d.warm_start is not None and d.warm_start.adapter == str(tmp_path / "warm")  # DPO starts from the SFT'd debater
     assert d.selfplay["dataset"]["split"] == "train" and d.evaluation.dataset["split"] == "test"
-    n = dond._loop_config(ctx, dond.SIZES[size], str(tmp_path / "data.txt"))
-    assert n.method == "sft" and n.warm_start is not None
+    warm = {"human": "dond", "file": str(tmp_path / "data.txt"), "split": "train", "limit": 4}
+    n = dond._loop_config(ctx, dond.SIZES[size], "dond-selfplay", warm, [])
+    assert n.method == "sft" and n.warm_start is not None and n.export.require == []
     assert n.selfplay["dataset"]["split"] == "train" and n.evaluation.dataset["split"] == "test"
+    m = dond._loop_config(ctx, dond.SIZES[size], "dond-selfplay-mutual", {"adapter": str(tmp_path / "warm")},
+                          ["scored_both"])
+    assert m.warm_start is not None and m.warm_start.adapter == str(tmp_path / "warm")
+    # the full size keeps only deals where both sides score; the quick one keeps every game (a pipeline check)
+    assert m.export.require == (["scored_both"] if size == "full" else [])
 
 
 def test_registered_adapters_become_model_specs_and_transfer_picks_the_final_ones(tmp_path):

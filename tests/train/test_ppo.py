@@ -71,11 +71,11 @@ def arena_and_trainer(tmp_path, **ppo):
     from sparring.models.scripted import ScriptedModel
     from sparring.train.online.grpo.rollout import LEARNER
     from sparring.train.online.grpo.trainer import load_grpo
-    from sparring.train.online.ppo.trainer import PPOTrainer
+    from sparring.train.online.trainer.core import OnlineTrainer
 
     config, file = load_grpo(str(two_turn(tmp_path, ppo={"whiten_advantages": False, "kl_coef": 0.0, **ppo})))
     arena = Arena.from_config({"name": config.name, **config.experiment}, models={LEARNER: ScriptedModel(LEARNER)})
-    return arena, PPOTrainer(config, file, arena, tmp_path / "out")
+    return arena, OnlineTrainer(config, file, arena, tmp_path / "out")
 
 
 def test_ppo_trains_exactly_the_sampled_tokens_and_credits_the_turn_that_mattered(tmp_path):
@@ -83,12 +83,13 @@ def test_ppo_trains_exactly_the_sampled_tokens_and_credits_the_turn_that_mattere
 
     arena, trainer = arena_and_trainer(tmp_path, lam=0.0)
     try:
-        records, items, rewards, kept = trainer.collect(0)
+        c = trainer.collect(0)
+        records, items, rewards = c.records, c.items, c.rewards
         assert len(records) == 8 and all(len(r) == 2 for r in rewards.values())  # two turns each
         # the learner reuses its earlier turns' states (prefix cache) and trains the same tokens anyway
         assert trainer.learner.prefix_cache is not None and trainer.learner.prefix_cache.hits > 0
         assert {round(r[0], 6) for r in rewards.values()} == {0.0}  # the first reply earns nothing
-        for e, rec in kept.items():  # what the loss sees: the learner's sampled tokens, nothing else
+        for e, rec in c.kept.items():  # what the loss sees: the learner's sampled tokens, nothing else
             sampled = [t for i in range(len(rec.calls)) for t in sampled_ids(rec, i)]
             trained = [it.ids[p] for it in items if it.episode == e for p in it.positions]
             assert trained == sampled
@@ -97,15 +98,15 @@ def test_ppo_trains_exactly_the_sampled_tokens_and_credits_the_turn_that_mattere
         mean = sum(r[1] for r in rewards.values()) / len(rewards)
         for it in items:
             it.old_values = [mean] * len(it.turns)
-            it.old_logprobs = it.ref_logprobs = [0.0] * len(it.positions)
-        trainer.advantages(items, rewards)
-        for e, r in rewards.items():
-            assert trainer._adv[e][0] == pytest.approx(0.0)          # λ = 0: the first turn gets no credit
-            assert trainer._adv[e][1] == pytest.approx(r[1] - mean)  # the second carries the signal
+            it.old_logprobs, it.ref_logprobs = [0.0] * len(it.positions), []
+        trainer.advantages(c)
+        for k, r in rewards.items():
+            assert trainer._adv[k][0] == pytest.approx(0.0)          # λ = 0: the first turn gets no credit
+            assert trainer._adv[k][1] == pytest.approx(r[1] - mean)  # the second carries the signal
         trainer.ppo = trainer.ppo.model_copy(update={"lam": 0.95})
-        trainer.advantages(items, rewards)
-        for e, r in rewards.items():  # with λ the first turn's credit is the second's, discounted
-            assert trainer._adv[e][0] == pytest.approx(0.95 * (r[1] - mean))
+        trainer.advantages(c)
+        for k, r in rewards.items():  # with λ the first turn's credit is the second's, discounted
+            assert trainer._adv[k][0] == pytest.approx(0.95 * (r[1] - mean))
     finally:
         arena.close()
 

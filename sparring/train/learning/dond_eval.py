@@ -34,14 +34,9 @@ def _sampling(size: dict[str, Any]) -> dict[str, Any]:
     return {"temperature": 0.8, "max_new_tokens": size["tokens"]}
 
 
-def _splits(records: list[Any]) -> dict[str, int]:
-    from sparring.games.negotiation.analysis import split_histogram
-
-    return split_histogram([r.outcome.metrics for r in records if r.outcome])
-
-
 def _deal_sides(records: list[Any]) -> tuple[list[float], list[float]]:
-    """The points of the lower and of the higher side in every deal."""
+    """The points of the lower and of the higher side in every deal (from the outcome metrics the
+    game records: `deal`, `points`; the game's own report draws the same from them)."""
     low, high = [], []
     for r in records:
         m = r.outcome.metrics if r.outcome else {}
@@ -50,6 +45,15 @@ def _deal_sides(records: list[Any]) -> tuple[list[float], list[float]]:
             low.append(pts[0])
             high.append(pts[-1])
     return low, high
+
+
+def _splits(records: list[Any]) -> dict[str, int]:
+    """Deals per split "low-high", most frequent first."""
+    counts: dict[str, int] = {}
+    for low, high in zip(*_deal_sides(records), strict=True):
+        key = f"{int(low)}-{int(high)}"
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def selfplay(ctx: Context, model: str, name: str, size: dict[str, Any]) -> tuple[dict[str, Estimate], dict, Played]:

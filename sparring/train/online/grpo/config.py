@@ -8,6 +8,7 @@ from pydantic import Field, model_validator
 
 from sparring.train.config import LoraSettings, TuningSettings
 from sparring.train.online.ppo.config import PPOSettings
+from sparring.train.online.trainer.opponents import OpponentSettings
 from sparring.types import Strict
 
 
@@ -30,8 +31,28 @@ class GRPOConfig(TuningSettings):
 
     name: str = ""
     description: str = ""
-    algorithm: Literal["grpo", "ppo"] = Field("grpo", description="grpo: TRL's GRPOTrainer, group-relative "
-                                              "advantages; ppo: an actor-critic with a value head and GAE")
+    algorithm: Literal["grpo", "ppo"] = Field("grpo", description="grpo: group-relative (or per-role) advantages, "
+                                              "no critic; ppo: an actor-critic with a value head and GAE")
+    trainer: Literal["trl", "sparring"] | None = Field(
+        None, description="grpo: `trl` (TRL's GRPOTrainer: accelerate, DeepSpeed, vLLM; the default) or "
+        "`sparring` (one process, the prompt shared by a group's games, rollout log-probs, self-play with "
+        "per-role baselines); ppo is always sparring's")
+    opponents: OpponentSettings = Field(default_factory=OpponentSettings,
+                                        description="who the learner plays (sparring's trainer): fixed, self_play, league")
+    baseline: Literal["group", "role", "rae"] = Field(
+        "group", description="sparring's GRPO: group (the mean over a group's games), role (the group mean per "
+        "role), rae (a running mean per role, SPIRAL's role-conditioned advantage estimation)")
+    scale_rewards: Literal["group", "batch", "none"] | None = Field(
+        None, description="sparring's GRPO: divide advantages by the group's (or the step's) reward std; default "
+                          "group, none with baseline rae")
+    rae_decay: float = Field(0.95, ge=0.0, lt=1.0, description="baseline rae: decay of each role's running mean")
+    rollout_logprobs: bool = Field(True, description="sparring's trainer: take the old policy's log-probs from the "
+                                   "rollout (the learner samples with the trained weights at temperature 1, top_p 1) "
+                                   "instead of a scoring pass; false: always a scoring pass")
+    share_prefix: bool = Field(True, description="sparring's trainer: run the prefix a batch's sequences share "
+                                                 "once (the same loss, fewer tokens through the model)")
+    micro_batch_size: int = Field(8, ge=1, description="sparring's GRPO: sequences per forward/backward; the step's "
+                                                       "gradients are accumulated into one optimizer step")
     model: str = Field("smollm2-135m", description="the learner's base model (a models.yaml name or a directory)")
     adapter: str | None = Field(None, description="a LoRA adapter directory of `model` to start from (e.g. an SFT "
                                 "warm start): that adapter is trained further (`lora` is then ignored) and, with "
@@ -74,6 +95,24 @@ class GRPOConfig(TuningSettings):
 
     @model_validator(mode="after")
     def _groups(self) -> GRPOConfig:
-        if self.algorithm == "grpo" and self.num_generations < 2:
-            raise ValueError("GRPO compares the episodes of a group: num_generations must be at least 2")
+        if self.algorithm == "grpo" and self.num_generations < 2 and self.baseline != "rae":
+            raise ValueError("GRPO compares the episodes of a group: num_generations must be at least 2 "
+                             "(or baseline: rae, a running baseline per role)")
+        if self.algorithm == "ppo" and self.trainer == "trl":
+            raise ValueError("ppo runs on sparring's trainer (TRL 1.x has no PPO): leave `trainer` out")
+        if self.engine == "trl":
+            needs = [k for k, bad in (("opponents.mode", self.opponents.mode != "fixed"),
+                                      ("baseline", self.baseline != "group"),
+                                      ("scale_rewards", self.scale_rewards is not None)) if bad]
+            if needs:
+                raise ValueError(f"{', '.join(needs)} need sparring's trainer: set trainer: sparring")
         return self
+
+    @property
+    def engine(self) -> str:
+        """The trainer that runs this config: `trl` or `sparring`."""
+        return self.trainer or ("sparring" if self.algorithm == "ppo" else "trl")
+
+    @property
+    def reward_scale(self) -> str:
+        return self.scale_rewards or ("none" if self.baseline == "rae" else "group")

@@ -89,13 +89,16 @@ def run_grpo(config: GRPOConfig, file: str = "<config>", restart: bool = False) 
     distributed.on_main(prepare, "checking the output directory")
     # The arena resolves `learner` to a placeholder until the first rollout injects the live model.
     base_dir = Path(file).parent if Path(file).is_file() else Path.cwd()  # relative paths: beside the config
-    arena = Arena.from_config({"name": config.name, **config.experiment}, models={LEARNER: ScriptedModel(LEARNER)},
+    from sparring.train.online.trainer.opponents import league_agents
+
+    experiment = league_agents(config.experiment, config.learner_agent, config.opponents)
+    arena = Arena.from_config({"name": config.name, **experiment}, models={LEARNER: ScriptedModel(LEARNER)},
                               base_dir=base_dir)
     try:
-        if config.algorithm == "ppo":
-            from sparring.train.online.ppo.run import train_ppo
+        if config.engine == "sparring":
+            from sparring.train.online.trainer.run import train_online
 
-            return train_ppo(config, file, arena, out)
+            return train_online(config, file, arena, out)
         return _train(config, file, arena, out)
     finally:
         arena.close()

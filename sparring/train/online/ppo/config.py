@@ -19,6 +19,8 @@ class PPOEval(Strict):
     temperature: float = Field(0.0, ge=0.0, description="the learner's sampling temperature when evaluated")
     metric: str = Field("reward", description="what `best` maximises: reward (the learner's mean outcome) or an "
                                               "outcome metric of the game (e.g. score, success)")
+    overrides: dict[str, Any] = Field(default_factory=dict, description="experiment keys replaced for the evaluation "
+                                      "(e.g. `agents` and `tournament`: a held-out opponent never trained against)")
 
 
 class PPOSettings(Strict):

@@ -1,0 +1,122 @@
+"""Where an online training step spends the machine: the step-cost breakdown every online trainer
+prints per step and in its summary, and `benchmarks/bench_step_cost.py` compares.
+
+A step's wall time splits into
+- `rollout`: playing the games (the learner generating, partners, the game itself);
+- `scoring`: passes without gradients over the step's sequences (old-policy log-probabilities,
+  the reference model's for a KL term, PPO's values);
+- `training`: forward + backward passes and optimizer updates;
+- `other`: the rest (building sequences, advantages, logging).
+Tokens: `forward_tokens` = tokens fed through the model by scoring and training passes (each pass
+counted, padding excluded), `padded_tokens` = the same with padding, `trained_tokens` = tokens
+carrying loss. Two ratios make steps of different sizes comparable: model tokens per trained
+token, and training tokens/s ÷ the machine's training roof (fp32 matmul FLOP/s ÷ 6 × parameters,
+`sparring.train.learning.speed`), probed in the same run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+PARTS = ("rollout", "scoring", "training", "other")
+
+
+@dataclass
+class StepCost:
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PARTS, 0.0))
+    forward_tokens: int = 0      # through scoring + training forwards, padding excluded
+    padded_tokens: int = 0       # the same, padding included
+    training_tokens: int = 0     # through training forwards (each epoch counted), padding excluded
+    trained_tokens: int = 0      # carrying loss
+    passes: dict[str, int] = field(default_factory=lambda: {"scoring": 0, "training": 0})
+    _started: float = field(default_factory=time.perf_counter, repr=False)
+
+    @contextmanager
+    def part(self, name: str) -> Iterator[None]:
+        """Time a part of the step (`rollout`, `scoring`, `training`)."""
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t
+
+    def count(self, kind: str, tokens: int, padded: int) -> None:
+        """One pass (`scoring` or `training`) over `tokens` real tokens in a `padded`-token batch."""
+        self.passes[kind] = self.passes.get(kind, 0) + 1
+        self.forward_tokens += tokens
+        self.padded_tokens += padded
+        if kind == "training":
+            self.training_tokens += tokens
+
+    def close(self) -> StepCost:
+        """Put the unaccounted wall time since the step started into `other`."""
+        total = time.perf_counter() - self._started
+        self.seconds["other"] = max(0.0, total - sum(v for k, v in self.seconds.items() if k != "other"))
+        return self
+
+    @property
+    def total_s(self) -> float:
+        return sum(self.seconds.values())
+
+    def summary(self, roof_tokens_per_s: float | None = None) -> dict[str, Any]:
+        """The numbers a step log carries (`cost/...`)."""
+        out: dict[str, Any] = {f"cost/{k}_s": round(v, 3) for k, v in self.seconds.items()}
+        out.update({"cost/total_s": round(self.total_s, 3), "cost/forward_tokens": self.forward_tokens,
+                    "cost/padded_tokens": self.padded_tokens, "cost/trained_tokens": self.trained_tokens,
+                    "cost/training_tokens": self.training_tokens,
+                    "cost/scoring_passes": self.passes.get("scoring", 0),
+                    "cost/training_passes": self.passes.get("training", 0)})
+        if self.trained_tokens:
+            out["cost/model_tokens_per_trained_token"] = round(self.forward_tokens / self.trained_tokens, 3)
+        train_s = self.seconds.get("training", 0.0)
+        if train_s > 0 and self.training_tokens:
+            rate = self.training_tokens / train_s
+            out["cost/training_tokens_per_s"] = round(rate, 2)
+            if roof_tokens_per_s:
+                out["cost/training_roof_ratio"] = round(rate / roof_tokens_per_s, 4)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("_started", None)
+        return data
+
+
+def total(costs: list[StepCost]) -> StepCost:
+    """Several steps' costs added up (a run's summary)."""
+    out = StepCost()
+    for c in costs:
+        for k, v in c.seconds.items():
+            out.seconds[k] = out.seconds.get(k, 0.0) + v
+        for k, n in c.passes.items():
+            out.passes[k] = out.passes.get(k, 0) + n
+        out.forward_tokens += c.forward_tokens
+        out.padded_tokens += c.padded_tokens
+        out.training_tokens += c.training_tokens
+        out.trained_tokens += c.trained_tokens
+    return out
+
+
+def line(summary: dict[str, Any]) -> str:
+    """One readable line of a step's cost (the per-step log and the run's summary)."""
+    s = summary
+    parts = ", ".join(f"{k} {s.get(f'cost/{k}_s', 0.0):.1f}s" for k in PARTS)
+    text = f"cost: {s.get('cost/total_s', 0.0):.1f}s ({parts}); {s.get('cost/forward_tokens', 0)} model tokens"
+    if "cost/model_tokens_per_trained_token" in s:
+        text += f" for {s['cost/trained_tokens']} trained ({s['cost/model_tokens_per_trained_token']:.1f} per trained)"
+    if "cost/training_roof_ratio" in s:
+        text += f"; training {s['cost/training_tokens_per_s']:.0f} tok/s = {s['cost/training_roof_ratio']:.2f} of the roof"
+    return text
+
+
+def roof_tokens_per_s(model: Any, flops: float | None = None) -> float:
+    """This machine's training roof for `model` (a loaded module): matmul FLOP/s ÷ (6 × parameters),
+    the FLOP/s probed now unless given."""
+    from sparring.train.learning.speed import matmul_flops
+
+    params = sum(p.numel() for p in model.parameters())
+    return (flops or matmul_flops()) / (6 * params) if params else 0.0

@@ -1,0 +1,605 @@
+"""sparring's own online trainer, one process: PPO (`algorithm: ppo`) and GRPO (`algorithm: grpo`,
+`trainer: sparring`) over whole games played by the engine, the learner against fixed opponents,
+itself, or a league of its earlier checkpoints (`opponents.py`).
+
+Each step plays `prompts_per_step` x `num_generations` games with the learner's current weights,
+then, for every trained seat of every game:
+1. old log-probabilities: the ones the rollout recorded when the learner sampled with the trained
+   weights at temperature 1 and top_p 1 (`rollout_logprobs`, on-policy: no pass), else a scoring
+   pass; the reference's only when a KL term is on (PPO `ppo.kl_coef`, GRPO `beta` > 0); PPO's
+   values from a values-only pass (no output layer);
+2. advantages: PPO — each turn's reward minus kl_coef x its KL to the reference, GAE over the
+   seat's turns (γ `gamma`, λ `ppo.lam`), optionally whitened; GRPO — the seat's episode reward
+   minus a baseline (`advantages.py`: group, role, or SPIRAL's running per-role baseline);
+3. the loss on exactly the sampled tokens: clipped policy ratio (PPO-clip; on-policy the ratio is 1),
+   PPO's clipped value loss x vf_coef, GRPO's KL (k3) x beta, minus ent_coef x entropy. PPO runs
+   `ppo.ppo_epochs` passes of minibatches of `ppo.minibatch_size` sequences, an optimizer step each;
+   GRPO one optimizer step per step, its sequences `micro_batch_size` at a time (accumulated), the
+   loss normalised by the step's trained tokens (DAPO, TRL's default).
+Every pass runs the prefix its batch shares once (`forward.py`), and every step reports where its
+time and tokens went (`cost.py`). The run around it (steps, evaluation, checkpoints) is `run.py`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from sparring.errors import SparringError
+from sparring.train.online.cost import StepCost
+from sparring.train.online.grpo.config import GRPOConfig
+from sparring.train.online.trainer.items import Item, Key, items_of
+
+
+def _seed(*parts: Any) -> int:
+    return int(hashlib.sha256(":".join(map(str, parts)).encode()).hexdigest()[:15], 16)
+
+
+def prompts_for_step(rows: list[dict[str, Any]], per_step: int, step: int, seed: int) -> list[Any]:
+    """The prompts of step `step` (0-based): consecutive slices of seeded permutations of the
+    dataset, one permutation per pass (epoch) over it."""
+    out: list[Any] = []
+    start = step * per_step
+    for k in range(start, start + per_step):
+        epoch, index = divmod(k, len(rows))
+        order = list(range(len(rows)))
+        random.Random(_seed(seed, "epoch", epoch)).shuffle(order)
+        out.append(rows[order[index]]["prompt"])
+    return out
+
+
+class Collected:
+    """One step's games: records, training items, each trained seat's turn rewards and group."""
+
+    def __init__(self) -> None:
+        self.records: list[Any] = []
+        self.items: list[Item] = []
+        self.rewards: dict[Key, list[float]] = {}  # (episode, seat) -> turn rewards (sum = episode reward)
+        self.groups: dict[Key, int] = {}
+        self.kept: dict[int, Any] = {}
+
+
+class OnlineTrainer:
+    def __init__(self, config: GRPOConfig, file: str, arena: Any, out: Path, console: Console | None = None):
+        import torch
+
+        from sparring.models.hf import HFModel
+        from sparring.train.config import TrainSettings
+        from sparring.train.online.grpo.rollout import LEARNER, EpisodeRollout, prompt_rows
+        from sparring.train.online.learner import experiment_models_file, learner_temperature
+        from sparring.train.online.ppo.value import ValueHead, hidden_size, load_head
+        from sparring.train.online.trainer.advantages import Baselines
+        from sparring.train.online.trainer.opponents import Opponents
+        from sparring.train.policy import load_policy, lora_config, with_new_adapter
+
+        self.config, self.file, self.arena, self.out = config, file, arena, out
+        self.ppo = config.ppo
+        self.is_ppo = config.algorithm == "ppo"
+        self.console = console or Console(stderr=True, soft_wrap=True)
+        self.temperature = learner_temperature(arena, config, file)
+        if self.temperature <= 0:
+            from sparring.errors import ConfigError
+
+            raise ConfigError("online RL learns from the policy's own samples: the learner's sampling temperature "
+                              "must be > 0 (e.g. 1.0)", file=file,
+                              key=f"experiment.agents.{config.learner_agent}.sampling.temperature")
+        check_tuning(config, file)  # before any weights load
+        sampling = arena.agents[config.learner_agent].sampling
+        self.exact_rollout_logprobs = self.temperature == 1.0 and float(sampling.top_p) >= 1.0
+        players = arena.exp.seat_players
+        self.opponents = Opponents(config.opponents, config.learner_agent, list(arena.exp.participants), len(players))
+        seats = list(range(len(players))) if config.opponents.mode == "self_play" else config.seats
+        self.rows = prompt_rows(sorted(arena.instances), seats[:1] if config.opponents.mode == "self_play" else seats)
+        if not self.rows:
+            raise SparringError(f"{file}: the experiment's dataset has no instances")
+        settings = TrainSettings(model=config.model, lora=config.lora, adapter=config.adapter,
+                                 models_file=experiment_models_file(config, file))
+        model, self.tokenizer = load_policy(settings)
+        torch.manual_seed(_seed(config.seed, "init"))
+        if config.adapter:  # continue this adapter; a frozen copy of it is the reference
+            if self.kl_coef > 0:
+                model.load_adapter(config.adapter, adapter_name="ref", is_trainable=False)
+            model.set_adapter("default")
+        else:
+            model = with_new_adapter(model, lora_config(settings))
+        if not hasattr(model, "peft_config"):
+            raise SparringError("the online trainer trains a LoRA adapter: set `lora` (or `adapter`)")
+        self.model = model
+        self.lora_settings = settings
+        self.device = next(model.parameters()).device
+        self.head = ValueHead(hidden_size(model)).to(self.device) if self.is_ppo else None
+        if self.head is not None and config.adapter:
+            load_head(self.head, config.adapter)
+        policy_params = [p for n, p in model.named_parameters() if p.requires_grad]
+        groups = [{"params": policy_params, "lr": config.learning_rate}]
+        if self.head is not None:
+            groups.append({"params": list(self.head.parameters()), "lr": self.ppo.value_lr or config.learning_rate * 10})
+        self.optimizer = torch.optim.AdamW(groups, weight_decay=config.weight_decay,
+                                           fused=config.optim == "adamw_torch_fused" or None)
+        self.scheduler = schedule(self.optimizer, config)
+        self.params = policy_params + (list(self.head.parameters()) if self.head is not None else [])
+        self.learner = HFModel.from_objects(model, self.tokenizer, name=LEARNER, default_adapter="default")
+        self.arena.pool.add(LEARNER, self.learner)
+        self.rollout = EpisodeRollout(arena, config.learner_agent, self.tokenizer, config.num_generations,
+                                      config.format_penalty, config.seed, train_rejected=config.train_rejected)
+        self.baselines = Baselines(config.baseline, config.reward_scale, config.rae_decay)  # type: ignore[arg-type]
+        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        self.best: dict[str, Any] | None = None
+        self.roof = 0.0  # training roof tokens/s, probed by the run
+
+    @property
+    def kl_coef(self) -> float:
+        return float(self.config.ppo.kl_coef if self.config.algorithm == "ppo" else self.config.beta)
+
+    # -- one step ---------------------------------------------------------------------------
+    def jobs(self, step: int) -> list[tuple[Any, tuple[int, ...], int]]:
+        """This step's games: (job, trained seats, group) each; seeds derive from the step."""
+        from sparring.engine.schedule import derive_seed
+        from sparring.train.online.grpo.rollout import parse_prompt
+
+        prompts = prompts_for_step(self.rows, self.config.prompts_per_step, step, self.config.seed)
+        out = []
+        for n, prompt in enumerate(prompts):
+            instance_id, seat = parse_prompt(prompt)
+            for copy in range(self.config.num_generations):
+                seed = derive_seed(self.config.seed, "grpo", step, n, instance_id, seat, copy)
+                seating = self.opponents.seating(seat, random.Random(seed))
+                job = self.arena.job(instance_id, seating.agents, seed=seed,
+                                     repeat=step * 10_000 + n * self.config.num_generations + copy)
+                out.append((job, seating.trained, n))
+        return out
+
+    def collect(self, step: int) -> Collected:
+        """Play this step's games and cut each trained seat's turns into training items."""
+        from sparring.train.online.credit import turn_rewards
+        from sparring.train.online.grpo.rollout import LEARNER
+        from sparring.train.online.grpo.sequence import check_sampled, learner_sequences
+
+        planned = self.jobs(step)
+        c = Collected()
+        c.records = self.arena.play([job for job, _, _ in planned])
+        self.model.set_adapter("default")  # league games switch adapters; train the learner's
+        players = self.arena.exp.seat_players
+
+        def ids(call: Any) -> list[int]:
+            return self.learner.prompt_ids(call.messages, call.assistant_prefix,
+                                           call.sampling.max_new_tokens if call.sampling else 1)
+
+        for e, ((_, trained, group), rec) in enumerate(zip(planned, c.records, strict=True)):
+            if rec.status == "failed":
+                continue
+            for s in trained:
+                player = players[s]
+                reward = self.rollout.reward(rec, player)
+                seqs = learner_sequences(rec, player, ids, model=LEARNER, train_rejected=self.config.train_rejected,
+                                         split_calls=self.config.credit == "turn")
+                check_sampled(rec, seqs)
+                if reward is None or not seqs:
+                    continue
+                key = (e, player)
+                c.rewards[key] = turn_rewards(rec, [i for q in seqs for i in q.calls], reward)
+                c.groups[key] = group
+                c.kept[e] = rec
+                c.items += items_of(e, seqs, player)
+        return c
+
+    def _batches(self, items: list[Item], size: int, generator: random.Random | None = None) -> list[list[Item]]:
+        order = list(range(len(items)))
+        if generator is not None:
+            generator.shuffle(order)
+        else:  # neighbours share prefixes: run them together
+            order.sort(key=lambda i: items[i].ids)
+        return [[items[i] for i in order[k:k + size]] for k in range(0, len(order), size)]
+
+    def score(self, items: list[Item], cost: StepCost) -> None:
+        """Old and reference log-probabilities and old values, without gradients — only the passes
+        this configuration needs."""
+        import torch
+
+        from sparring.train.online.trainer.forward import forward
+
+        need_old = not (self.config.rollout_logprobs and self.exact_rollout_logprobs
+                        and all(it.has_sampled_logprobs() for it in items))
+        for it in items:
+            if not need_old:
+                it.old_logprobs = list(it.sampled_logprobs)
+            it.ref_logprobs = []
+            it.old_values = [0.0] * len(it.turns)
+        if not (need_old or self.kl_coef > 0 or self.head is not None):
+            return
+        self.model.eval()
+        size = max(self.ppo.minibatch_size, self.config.micro_batch_size)
+        with cost.part("scoring"), torch.no_grad():
+            for batch in self._batches(items, size):
+                if need_old or self.head is not None:
+                    logprobs, values, _ = forward(self.model, self.head, batch, self.temperature, self.pad_id,
+                                                  with_logprobs=need_old, share_prefix=self.config.share_prefix,
+                                                  cost=cost, kind="scoring")
+                    for k, it in enumerate(batch):
+                        if need_old:
+                            it.old_logprobs = logprobs[k].tolist()
+                        it.old_values = values[k].tolist()
+                if self.kl_coef > 0:
+                    with self._reference():
+                        ref, _, _ = forward(self.model, None, batch, self.temperature, self.pad_id,
+                                            share_prefix=self.config.share_prefix, cost=cost, kind="scoring")
+                    for it, lp in zip(batch, ref, strict=True):
+                        it.ref_logprobs = lp.tolist()
+
+    def _reference(self) -> Any:
+        import contextlib
+
+        if "ref" in self.model.peft_config:
+            @contextlib.contextmanager
+            def swap() -> Any:
+                self.model.set_adapter("ref")
+                try:
+                    yield
+                finally:
+                    self.model.set_adapter("default")
+            return swap()
+        return self.model.disable_adapter()
+
+    def advantages(self, c: Collected) -> dict[str, Any]:
+        """Per (episode, seat) and turn: the advantage of every token the turn sampled (`self._adv`),
+        and PPO's value targets (`self._ret`)."""
+        from sparring.train.online.credit import gae, whiten
+
+        items, rewards = c.items, c.rewards
+        kl: dict[Key, list[float]] = {k: [0.0] * len(r) for k, r in rewards.items()}
+        for it in items:
+            if it.ref_logprobs:
+                for t, old, ref in zip(it.token_turn, it.old_logprobs, it.ref_logprobs, strict=True):
+                    kl[it.key][t] += old - ref
+        turns_kl = [x for k in kl for x in kl[k]]
+        stats = {"kl": sum(turns_kl) / len(turns_kl) if turns_kl and self.kl_coef > 0 else None,
+                 "turn_reward": sum(r for k in rewards for r in rewards[k]) / max(1, sum(map(len, rewards.values())))}
+        if not self.is_ppo:
+            return {**stats, **self._group_advantages(c)}
+        values: dict[Key, list[float]] = {k: [0.0] * len(r) for k, r in rewards.items()}
+        for it in items:
+            for t, v in zip(it.turns, it.old_values, strict=True):
+                values[it.key][t] = v
+        shaped = {k: [r - self.ppo.kl_coef * x for r, x in zip(rewards[k], kl[k], strict=True)] for k in rewards}
+        order = sorted(shaped)
+        if self.ppo.whiten_rewards:
+            flat, n = whiten([r for k in order for r in shaped[k]]), 0
+            for k in order:
+                shaped[k], n = flat[n:n + len(shaped[k])], n + len(shaped[k])
+        adv: dict[Key, list[float]] = {}
+        ret: dict[Key, list[float]] = {}
+        for k in shaped:
+            adv[k], ret[k] = gae(shaped[k], values[k], self.config.gamma, self.ppo.lam)
+        if self.ppo.whiten_advantages:
+            flat, n = whiten([a for k in order for a in adv[k]]), 0
+            for k in order:
+                adv[k], n = flat[n:n + len(adv[k])], n + len(adv[k])
+        self._adv, self._ret = adv, ret
+        return stats
+
+    def _group_advantages(self, c: Collected) -> dict[str, Any]:
+        """GRPO: every turn of a seat's game gets the seat's advantage (or, with `credit: turn`,
+        its return-to-go normalised over the group's turns)."""
+        from sparring.train.online.credit import group_normalised, returns_to_go
+
+        if self.config.credit == "turn":
+            by_group: dict[int, list[Key]] = {}
+            for k in c.rewards:
+                by_group.setdefault(c.groups[k], []).append(k)
+            self._adv = {}
+            for keys in by_group.values():
+                normalised = group_normalised([returns_to_go(c.rewards[k], self.config.gamma) for k in keys])
+                self._adv.update(zip(keys, normalised, strict=True))
+        else:
+            episode = {k: sum(r) for k, r in c.rewards.items()}
+            adv = self.baselines.advantages(episode, c.groups)
+            self._adv = {k: [adv[k]] * len(c.rewards[k]) for k in c.rewards}
+        self._ret = {}
+        flat = [a for k in self._adv for a in self._adv[k]]
+        zero = len({c.groups[k] for k in c.rewards}) - len({c.groups[k] for k in c.rewards
+                                                          if any(abs(a) > 1e-9 for a in self._adv[k])})
+        return {"zero_advantage_groups": zero, "advantage_abs": sum(map(abs, flat)) / len(flat) if flat else 0.0,
+                **({f"baseline/{r}": b for r, b in self.baselines.state().items()} if self.config.baseline == "rae"
+                   else {})}
+
+    def _losses(self, batch: list[Item], cost: StepCost) -> tuple[Any, dict[str, Any]]:
+        """The summed (not averaged) token losses of a batch and their parts."""
+        import torch
+
+        from sparring.train.online.trainer.forward import forward
+
+        ppo = self.ppo
+        logprobs, values, entropies = forward(self.model, self.head, batch, self.temperature, self.pad_id,
+                                              with_entropy=True, share_prefix=self.config.share_prefix,
+                                              cost=cost, kind="training")
+        pg, vf, ent, clipped, approx, kl = [], [], [], [], [], []
+        for it, lp, v, en in zip(batch, logprobs, values, entropies, strict=True):
+            old = torch.tensor(it.old_logprobs, device=lp.device)
+            a = torch.tensor([self._adv[it.key][t] for t in it.token_turn], device=lp.device)
+            ratio = torch.exp(lp - old)
+            pg.append(torch.max(-a * ratio, -a * ratio.clamp(1 - ppo.cliprange, 1 + ppo.cliprange)))
+            clipped.append(((ratio - 1).abs() > ppo.cliprange).float())
+            approx.append(0.5 * (lp - old) ** 2)
+            ent.append(en)
+            if self.head is not None:
+                old_v = torch.tensor(it.old_values, device=v.device)
+                target = torch.tensor([self._ret[it.key][t] for t in it.turns], device=v.device)
+                v_clip = old_v + (v - old_v).clamp(-ppo.cliprange_value, ppo.cliprange_value)
+                vf.append(0.5 * torch.max((v - target) ** 2, (v_clip - target) ** 2))
+            if not self.is_ppo and self.kl_coef > 0:
+                d = torch.tensor(it.ref_logprobs, device=lp.device) - lp
+                kl.append(torch.exp(d) - d - 1)
+        tokens = torch.cat(pg)
+        loss = tokens.sum() - ppo.ent_coef * torch.cat(ent).sum()
+        parts: dict[str, Any] = {"pg": tokens.detach().sum(), "entropy": torch.cat(ent).detach().sum(),
+                                 "clipped": torch.cat(clipped).sum(), "approx_kl": torch.cat(approx).detach().sum(),
+                                 "tokens": len(tokens)}
+        if vf:
+            value = torch.cat(vf)
+            parts["vf"], parts["vf_n"] = value.detach().sum(), len(value)
+            loss = loss + ppo.vf_coef * value.sum() * (len(tokens) / len(value))
+        if kl:
+            k3 = torch.cat(kl)
+            loss = loss + self.kl_coef * k3.sum()
+            parts["kl_loss"] = k3.detach().sum()
+        return loss, parts
+
+    def optimise(self, items: list[Item], step: int, cost: StepCost) -> dict[str, float]:
+        """PPO: epochs of minibatches, an optimizer step each; GRPO: one accumulated optimizer step."""
+        cfg, ppo = self.config, self.ppo
+        sums: dict[str, float] = {}
+        self.model.train()
+        with cost.part("training"):
+            if self.is_ppo:
+                plan = [(self._batches(items, ppo.minibatch_size, random.Random(_seed(cfg.seed, "minibatch", step, e))),
+                         True) for e in range(ppo.ppo_epochs)]
+            else:
+                plan = [(self._batches(items, cfg.micro_batch_size), False)]
+            for batches, step_each in plan:
+                total = sum(len(it.positions) for it in items)
+                self.optimizer.zero_grad(set_to_none=True)
+                for batch in batches:
+                    loss, parts = self._losses(batch, cost)
+                    n = parts["tokens"] if step_each else total
+                    (loss / n).backward()
+                    for k, v in parts.items():
+                        sums[k] = sums.get(k, 0.0) + float(v)
+                    if step_each:
+                        self._step()
+                        self.optimizer.zero_grad(set_to_none=True)
+                if not step_each:
+                    self._step()
+        self.model.eval()
+        n = max(1.0, sums.get("tokens", 0.0))
+        out = {"pg_loss": sums.get("pg", 0.0) / n, "entropy": sums.get("entropy", 0.0) / n,
+               "clipfrac": sums.get("clipped", 0.0) / n, "approx_kl": sums.get("approx_kl", 0.0) / n}
+        if "vf" in sums:
+            out["vf_loss"] = sums["vf"] / max(1.0, sums["vf_n"])
+        if "kl_loss" in sums:
+            out["kl_loss"] = sums["kl_loss"] / n
+        return out
+
+    def _step(self) -> None:
+        import torch
+
+        if self.config.max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(self.params, self.config.max_grad_norm)
+        self.optimizer.step()
+
+    def train_step(self, step: int) -> dict[str, Any]:
+        import torch
+
+        torch.manual_seed(_seed(self.config.seed, "step", step))  # dropout: the same on a resumed run
+        cost = StepCost()
+        with cost.part("rollout"):
+            c = self.collect(step)
+        outcome = [float(sum(r)) for r in c.rewards.values()]
+        point: dict[str, Any] = {"step": step + 1, "episodes": len(c.records),
+                                 "failed": sum(1 for r in c.records if r.status == "failed"),
+                                 "reward": sum(outcome) / len(outcome) if outcome else None,
+                                 "turns": sum(map(len, c.rewards.values())),
+                                 "trained_tokens": sum(len(it.positions) for it in c.items)}
+        point.update(self._seat_rewards(c))
+        point.update(self._game_metrics(c.kept.values()))
+        if c.items:
+            self.score(c.items, cost)
+            point.update(self.advantages(c))
+            point.update(self.optimise(c.items, step, cost))
+        self.scheduler.step()  # one schedule step per training step (PPO: whatever its minibatches)
+        point["learning_rate"] = self.scheduler.get_last_lr()[0]
+        cost.trained_tokens = point["trained_tokens"]
+        point.update(cost.close().summary(self.roof or None))
+        self.cost = cost
+        self.after_step(step + 1)
+        return point
+
+    def _seat_rewards(self, c: Collected) -> dict[str, float]:
+        """Mean reward per trained role (self-play: both seats' curves)."""
+        by: dict[str, list[float]] = {}
+        for (_, seat), r in c.rewards.items():
+            by.setdefault(seat, []).append(sum(r))
+        return {f"reward/{seat}": sum(v) / len(v) for seat, v in sorted(by.items())} if len(by) > 1 else {}
+
+    def _game_metrics(self, records: Any) -> dict[str, float]:
+        """The games' numeric outcome metrics (score, success, ...), averaged."""
+        sums: dict[str, list[float]] = {}
+        for r in records:
+            for k, v in (r.outcome.metrics if r.outcome else {}).items():
+                if isinstance(v, bool | int | float) and not isinstance(v, str):
+                    sums.setdefault(f"game/{k}", []).append(float(v))
+        return {k: sum(v) / len(v) for k, v in sums.items()}
+
+    # -- league --------------------------------------------------------------------------------
+    def after_step(self, done: int) -> None:
+        """League: every `snapshot_every` steps the current adapter joins the league."""
+        s = self.config.opponents
+        if s.mode == "league" and done % s.snapshot_every == 0:
+            self.snapshot(self.opponents.next_slot(done))
+
+    def snapshot(self, slot: int) -> None:
+        """Copy the current adapter into league slot `slot` (adapter `past-slot`), frozen."""
+        from peft import get_peft_model_state_dict, set_peft_model_state_dict
+
+        from sparring.train.online.trainer.opponents import SNAPSHOT
+
+        name = SNAPSHOT.format(slot)
+        if name not in self.model.peft_config:
+            self.model.add_adapter(name, self.model.peft_config["default"])
+        set_peft_model_state_dict(self.model, get_peft_model_state_dict(self.model, adapter_name="default"),
+                                  adapter_name=name)
+        self.model.set_adapter("default")  # adding an adapter must not change what trains
+        for n, p in self.model.named_parameters():
+            if f".{name}." in n:
+                p.requires_grad_(False)
+        self._rewrap()
+
+    def _rewrap(self) -> None:
+        """A fresh backend wrapper that knows every adapter (the prefix cache starts empty)."""
+        from sparring.models.hf import HFModel
+        from sparring.train.online.grpo.rollout import LEARNER
+
+        self.learner = HFModel.from_objects(self.model, self.tokenizer, name=LEARNER, default_adapter="default")
+        self.arena.pool.add(LEARNER, self.learner)
+
+    # -- evaluation, checkpoints ----------------------------------------------------------------
+    def evaluate(self, step: int, eval_arena: Any) -> dict[str, Any]:
+        from sparring.train.online.grpo.rollout import LEARNER
+
+        ev = self.ppo.eval
+        assert ev is not None
+        eval_arena.pool.add(LEARNER, self.learner)
+        players = eval_arena.exp.seat_players
+        others = [a for a in eval_arena.exp.participants if a != self.config.learner_agent
+                  and a not in self.opponents.snapshot_agents] or [self.config.learner_agent]
+
+        def seating(seat: int) -> tuple[str, ...]:
+            agents = [others[i % len(others)] for i in range(len(players))]
+            agents[seat] = self.config.learner_agent
+            return tuple(agents)
+
+        seats = self.config.seats if self.config.opponents.mode != "self_play" else list(range(len(players)))
+        jobs = [eval_arena.job(i, seating(seat), seed=_seed(self.config.seed, "eval", i, seat))
+                for i in sorted(eval_arena.instances) for seat in seats]
+        records = eval_arena.play(jobs)
+        self.model.set_adapter("default")
+        rewards, metric = [], []
+        for job, rec in zip(jobs, records, strict=True):
+            player = players[[job.seats[p] for p in players].index(self.config.learner_agent)]
+            reward = self.rollout.reward(rec, player)
+            rewards.append(reward if reward is not None else 0.0)
+            m = rec.outcome.metrics if rec.outcome else {}
+            metric.append(float(m.get(ev.metric, 0.0)) if ev.metric != "reward" else rewards[-1])
+        value = sum(metric) / len(metric) if metric else 0.0
+        return {"step": step, "episodes": len(records), "reward": sum(rewards) / len(rewards) if rewards else 0.0,
+                ev.metric: value, "value": value}
+
+    def save(self, directory: Path) -> Path:
+        from sparring.train.online.ppo.value import save_head
+
+        directory.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(str(directory), selected_adapters=["default"])
+        self.tokenizer.save_pretrained(str(directory))
+        if self.head is not None:
+            save_head(self.head, directory)
+        return directory
+
+    def checkpoint(self, step: int) -> Path:
+        import torch
+
+        from sparring.train.online.trainer.opponents import SNAPSHOT
+
+        directory = self.out / "trainer" / f"checkpoint-{step}"
+        tmp = directory.with_name(directory.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        self.save(tmp)
+        for slot in self.opponents.snapshots:  # the league's adapters
+            self.model.save_pretrained(str(tmp / "league"), selected_adapters=[SNAPSHOT.format(slot)])
+        torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
+        (tmp / "trainer_state.json").write_text(json.dumps({
+            "step": step, "best": self.best, "baselines": self.baselines.state(),
+            "league": self.opponents.state()}), encoding="utf-8")
+        shutil.rmtree(directory, ignore_errors=True)
+        tmp.rename(directory)
+        kept = checkpoints(self.out)
+        for old in kept[: -self.config.save_total_limit]:
+            shutil.rmtree(old, ignore_errors=True)
+        return directory
+
+    def resume(self, directory: Path) -> int:
+        import torch
+        from peft import set_peft_model_state_dict
+        from safetensors.torch import load_file
+
+        from sparring.train.online.ppo.value import load_head
+        from sparring.train.online.trainer.opponents import SNAPSHOT
+
+        set_peft_model_state_dict(self.model, load_file(str(directory / "adapter_model.safetensors")),
+                                  adapter_name="default")
+        if self.head is not None:
+            load_head(self.head, directory)
+        self.optimizer.load_state_dict(torch.load(directory / "optimizer.pt", weights_only=True))
+        state = json.loads((directory / "trainer_state.json").read_text(encoding="utf-8"))
+        self.best = state.get("best")
+        self.baselines.restore(state.get("baselines") or {})
+        self.opponents.restore(state.get("league") or {})
+        for slot in self.opponents.snapshots:
+            name = SNAPSHOT.format(slot)
+            self.model.load_adapter(str(directory / "league" / name), adapter_name=name, is_trainable=False)
+        self.model.set_adapter("default")
+        if self.opponents.snapshots:
+            self._rewrap()
+        step = int(state["step"])
+        self.scheduler = schedule(self.optimizer, self.config, done=step)  # this run's schedule, at `step`
+        return step
+
+
+SUPPORTED_OPTIM = ("adamw_torch", "adamw_torch_fused")
+
+
+def check_tuning(config: GRPOConfig, file: str) -> None:
+    """The tuning settings sparring's trainer honours; the rest are TRL's and refused here."""
+    from sparring.errors import ConfigError
+    from sparring.train.arguments import check_settings
+
+    check_settings(config, "grpo")
+    if config.optim not in SUPPORTED_OPTIM:
+        raise ConfigError(f"sparring's trainer optimises with AdamW ({', '.join(SUPPORTED_OPTIM)}), not "
+                          f"{config.optim!r}; use trainer: trl for other optimizers (GRPO)", file=file, key="optim")
+    if config.trainer_args:
+        raise ConfigError("trainer_args are fields of TRL's config and sparring's trainer has none; remove them or "
+                          "use trainer: trl (GRPO)", file=file, key="trainer_args")
+
+
+def schedule(optimizer: Any, config: GRPOConfig, done: int = 0) -> Any:
+    """transformers' learning-rate schedule over the run's training steps (`lr_scheduler_type`,
+    `warmup_steps`: steps, or a fraction of the run if < 1), advanced to `done` steps (a resumed
+    run: the schedule of this run's `max_steps`, which may have been raised, at the step reached)."""
+    import warnings
+
+    from transformers import get_scheduler
+
+    for group in optimizer.param_groups:  # a resumed optimizer holds the old schedule's last rate
+        group["lr"] = group.get("initial_lr", group["lr"])
+    warmup = config.warmup_steps
+    steps = int(warmup * config.max_steps) if 0 < warmup < 1 else int(warmup)
+    scheduler = get_scheduler(config.lr_scheduler_type, optimizer, num_warmup_steps=steps,
+                              num_training_steps=config.max_steps)
+    with warnings.catch_warnings():  # stepping the schedule alone, not the optimizer, is the point here
+        warnings.simplefilter("ignore")
+        for _ in range(done):
+            scheduler.step()
+    return scheduler
+
+
+def checkpoints(out: Path) -> list[Path]:
+    """The run's checkpoints, oldest first."""
+    root = out / "trainer"
+    found = [p for p in root.glob("checkpoint-*") if p.is_dir() and p.name.split("-")[1].isdigit()] \
+        if root.is_dir() else []
+    return sorted(found, key=lambda p: int(p.name.split("-")[1]))
