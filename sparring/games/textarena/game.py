@@ -11,7 +11,12 @@ game info). This game holds one environment per episode and translates:
 - actions: the reply text, as TextArena's action formatting wrapper takes it; invalid moves are
   TextArena's own (its error allowance, then the offender loses), counted per player and
   recorded as rejected replies (the player moves again, as in TextArena);
-- outcome: TextArena's rewards (win 1, loss -1, draw 0), its reason, invalid moves and length.
+- outcome: TextArena's rewards (win 1, loss -1, draw 0), its reason, invalid moves and length;
+- randomness: TextArena's environments draw from Python's (and NumPy's) global random generators,
+  seeded by `reset(seed)`. Many episodes share one process and take turns, so each episode keeps
+  its own generator states and puts them in place around every call into its environment: a seed
+  deals the same cards whatever else is being played (a held-out seed is the same game for every
+  policy, so comparisons can be paired).
 
 Instances are seeds (`dataset: {name: seeds, split: train|test, args: {n, start}}`): the train split
 draws from seeds 0.., the test split from 1,000,000.., so held-out games never share a seed with
@@ -23,6 +28,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -72,6 +79,29 @@ class TextArenaState:
     rewards: dict[str, float] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     capped: bool = False
+    random_state: Any = None  # this episode's (python, numpy) global generator states, between calls
+
+
+@contextmanager
+def own_random(state: TextArenaState | None, seed: int | None = None) -> Iterator[None]:
+    """Run an environment call on the episode's own global-generator states (fresh from `seed` at
+    reset), leaving everyone else's as they were."""
+    import numpy as np
+
+    saved = (random.getstate(), np.random.get_state())
+    if state is not None and state.random_state is not None:
+        random.setstate(state.random_state[0])
+        np.random.set_state(state.random_state[1])
+    elif seed is not None:
+        random.seed(seed)
+        np.random.seed(seed % 2**32)
+    try:
+        yield
+    finally:
+        if state is not None:
+            state.random_state = (random.getstate(), np.random.get_state())
+        random.setstate(saved[0])
+        np.random.set_state(saved[1])
 
 
 @register_game("textarena")
@@ -107,14 +137,15 @@ class TextArenaGame(Game[TextArenaInstance, TextArenaState]):
                               f"{', '.join(missing)}")
         order = names[::-1] if flip else names
         env = make(self.config.env_id)
-        try:
-            env.reset(num_players=self.config.num_players, seed=instance.seed)
-        except Exception as e:  # an environment that cannot start offline, or with this many players
-            raise SparringError(f"TextArena {self.config.env_id} could not start: {type(e).__name__}: {e}") from None
         state = TextArenaState(env=env, seat_of=dict(enumerate(order)), prompts={p: seats[p].prompts for p in names},
                                env_id=self.config.env_id, attempts=dict.fromkeys(names, 0),
                                invalid=dict.fromkeys(names, 0))
-        state.current = env.get_observation()
+        try:
+            with own_random(state, seed=instance.seed):
+                env.reset(num_players=self.config.num_players, seed=instance.seed)
+                state.current = env.get_observation()
+        except Exception as e:  # an environment that cannot start offline, or with this many players
+            raise SparringError(f"TextArena {self.config.env_id} could not start: {type(e).__name__}: {e}") from None
         return state
 
     def to_act(self, state: TextArenaState) -> list[str]:
@@ -136,7 +167,8 @@ class TextArenaGame(Game[TextArenaInstance, TextArenaState]):
         text = (action.text or "").strip()
         pid = state.current[0] if state.current else -1
         errors = self._errors(state)
-        done, _ = state.env.step(action=text)
+        with own_random(state):
+            done, _ = state.env.step(action=text)
         # TextArena's own verdict: within its error allowance the move is refused and counted
         # (`error_count`); past it the game ends and the offender's game info says `invalid_move`
         invalid = self._errors(state) > errors or bool(getattr(state.env.state, "made_invalid_move", False))
@@ -147,7 +179,8 @@ class TextArenaGame(Game[TextArenaInstance, TextArenaState]):
             self._close(state)
             invalid = invalid or bool(state.info.get(player, {}).get("invalid_move"))
         else:
-            state.current = state.env.get_observation()
+            with own_random(state):
+                state.current = state.env.get_observation()
         state.invalid[player] += int(invalid)
         state.events.append(Event(index=len(state.events), player=player, tag="move", content=text,
                                   meta={"textarena_player": pid, "invalid": invalid}))
@@ -160,7 +193,8 @@ class TextArenaGame(Game[TextArenaInstance, TextArenaState]):
         return int(getattr(state.env.state, "error_count", 0) or 0)
 
     def _close(self, state: TextArenaState) -> None:
-        rewards, info = state.env.close()
+        with own_random(state):
+            rewards, info = state.env.close()
         state.done, state.current = True, None
         state.rewards = {state.seat_of[int(p)]: float(r) for p, r in (rewards or {}).items()} if not state.capped \
             else dict.fromkeys(state.seat_of.values(), 0.0)
@@ -189,6 +223,7 @@ class TextArenaGame(Game[TextArenaInstance, TextArenaState]):
     def fork(self, state: TextArenaState) -> TextArenaState:
         """The environment deep-copied (TextArena's envs support it); prompt sets are shared."""
         return dataclasses.replace(state, env=copy.deepcopy(state.env), attempts=dict(state.attempts),
+                                   random_state=copy.deepcopy(state.random_state),
                                    invalid=dict(state.invalid), events=list(state.events), rewards=dict(state.rewards),
                                    info=copy.deepcopy(state.info))
 

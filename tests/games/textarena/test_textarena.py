@@ -58,6 +58,30 @@ def test_seeds_of_train_and_test_never_overlap_and_replay_the_same_game():
     assert one == two
 
 
+def test_a_seed_deals_the_same_cards_whatever_else_is_played_beside_it():
+    """TextArena draws from Python's global generator: each episode keeps its own state, so a seed
+    played alone, in a batch of 8, or after other games, is the same game (paired comparisons)."""
+    import numpy as np
+
+    def cards(max_live: int, order: int) -> dict[str, list]:
+        with Arena.from_config(config("KuhnPoker-v0", "textarena-random", "textarena-random", n=8)) as arena:
+            jobs = arena.jobs()[::order]
+            out = {}
+            for r in arena.play(jobs, max_live=max_live):
+                obs = [c.messages[-1].content for c in r.calls if c.op == "generate"]
+                out[f"{r.instance_id}/{r.flip}"] = [o for o in obs if "card" in o.lower()]
+            return out
+
+    random.seed(123)
+    before = (random.random(), np.random.random())
+    random.seed(123)
+    np.random.seed(0)
+    alone, batched, reversed_ = cards(1, 1), cards(8, 1), cards(8, -1)
+    assert alone == batched == reversed_ and len(alone) == 16 and all(alone.values())
+    random.seed(123)
+    assert random.random() == before[0]  # the global generator is left as the caller had it
+
+
 def test_invalid_moves_are_textarenas_own_and_counted():
     from sparring.models.scripted import ScriptedModel
 
