@@ -56,3 +56,18 @@ def test_web_benchmark_runs_on_a_small_run():
     cold = next(v for k, v in lines.items() if k.startswith("first, never viewed, no sidecar"))
     assert " 0 lines parsed" in restart and "303 lines parsed" in cold  # 300 episodes + 3 failures
     assert " 1 lines parsed" in lines["after 1 appended episode"] and "one episode, everything view" in lines
+
+
+def test_step_cost_benchmark_runs_on_a_tiny_model(tmp_path):
+    bench = Path(__file__).parent.parent / "benchmarks" / "bench_step_cost.py"
+    out = subprocess.run([sys.executable, str(bench), "--model", "tiny", "--steps", "1", "--only", "sft,grpo",
+                          "--games", "2", "--json", str(tmp_path / "cost.json")],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "grpo: after/before step" in out.stdout and "sft: after/before step" in out.stdout
+    import json
+
+    data = json.loads((tmp_path / "cost.json").read_text())
+    grpo = data["parts"]["grpo"]["median"]
+    assert grpo["after"]["cost/scoring_passes"] == 0 < grpo["before"]["cost/scoring_passes"]  # beta 0.04 -> 0
+    assert grpo["ratios"]["tokens_per_trained"] < 1

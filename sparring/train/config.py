@@ -96,6 +96,9 @@ class TrainSettings(TuningSettings):
     gradient_accumulation: int = Field(1, ge=1)
     max_length: int = Field(1024, ge=16, description="tokens per row; longer rows are dropped, not cut")
     assistant_only_loss: bool = True
+    padding_free: bool = Field(False, description="SFT: a batch's rows run as one sequence without padding (TRL's "
+                               "padding_free; the attention keeps each row to itself through its position ids; rows "
+                               "are already cut to max_length). TRL 1.x has no padding-free DPO or KTO")
     gradient_checkpointing: bool | None = Field(
         None, description="recompute activations in the backward pass (less memory, more time); default: on "
                           "for DPO/KTO (pairs: 13.5 -> 8 GB peak measured), off for SFT (25% faster steps, "

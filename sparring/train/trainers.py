@@ -131,7 +131,10 @@ def train_sft(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
         train_dataset = _dataset(rows, columns)
     if not kept:
         raise SparringError(f"no SFT rows fit max_length={settings.max_length} tokens ({dropped} too long)")
-    config = SFTConfig(**training_args(settings, out, "sft"))
+    args = training_args(settings, out, "sft")
+    if settings.padding_free:  # the rows were filtered to max_length above; TRL enforces none when padding-free
+        args.update(padding_free=True, max_length=None)
+    config = SFTConfig(**args)
     trainer = SFTTrainer(model=model, args=config, train_dataset=train_dataset,
                          processing_class=tokenizer, peft_config=lora_config(settings), callbacks=callbacks)
     return _finish(trainer, model, tokenizer, out, len(kept), dropped, settings)

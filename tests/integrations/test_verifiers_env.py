@@ -137,6 +137,7 @@ def test_vf_eval_command_line_accepts_the_documented_options(install, tmp_path):
 def test_the_docs_prime_rl_configs_resolve(install):
     """The `env` blocks of docs/scale-out.md's prime-rl configs, against the packages it writes."""
     import re
+
     import tomllib
 
     install("dond-quickstart", "sparring-dond")

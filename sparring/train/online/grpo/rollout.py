@@ -96,7 +96,18 @@ class EpisodeRollout:
         agents[seat] = self.learner_agent
         return tuple(agents)
 
+    meter: Any = None  # a step_cost.ForwardMeter counting the trainer's passes: paused while games are played
+
     def __call__(self, prompts: list[Any], trainer: Any = None) -> dict[str, Any]:
+        import contextlib
+
+        started = time.perf_counter()
+        with self.meter.paused() if self.meter is not None else contextlib.nullcontext():
+            out = self._rollout(prompts, trainer)
+        self.history[-1]["rollout_total_s"] = round(time.perf_counter() - started, 3)
+        return out
+
+    def _rollout(self, prompts: list[Any], trainer: Any = None) -> dict[str, Any]:
         learner = self._learner_model(trainer)
         self.arena.pool.add(LEARNER, learner)
         if len(prompts) % self.slots:

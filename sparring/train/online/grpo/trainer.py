@@ -172,16 +172,27 @@ def _train(config: GRPOConfig, file: str, arena: Any, out: Path) -> Path:
                 reward = last.get("mean_reward") if config.credit == "turn" else logs["reward"]
                 point = {"step": state.global_step, "reward": reward, "reward_std": logs.get("reward_std"),
                          "kl": logs.get("kl"), "zero_advantage_fraction": last.get("zero_advantage_fraction"),
-                         "trained_tokens": last.get("trained_tokens"), "dropped_calls": last.get("dropped_calls")}
+                         "trained_tokens": last.get("trained_tokens"), "dropped_calls": last.get("dropped_calls"),
+                         "loss": logs.get("loss"), "entropy": logs.get("entropy")}
+                if costs.costs:
+                    point.update(costs.costs[-1].summary(roof or None))
+                    console.print(f"GRPO step {state.global_step} {line(point)}", markup=False)
                 with open(curve, "a", encoding="utf-8") as f:
                     f.write(json.dumps(point) + "\n")
                 tracked.log({f"sparring/{k}": v for k, v in point.items() if k != "step" and v is not None},
                             state.global_step)
 
+    from sparring.train.step_cost import ForwardMeter, line, roof_tokens_per_s, step_cost_callback
+
+    costs = step_cost_callback(meter := ForwardMeter(),
+                               trained=lambda: (rollout.history[-1] if rollout.history else {}).get("trained_tokens", 0),
+                               rollout=lambda: (rollout.history[-1] if rollout.history else {}).get("rollout_total_s", 0.0))
     trainer = GRPOTrainer(model=model, reward_funcs=[episode_reward], args=args,  # type: ignore[list-item]
                           train_dataset=datasets.Dataset.from_list(rows), processing_class=tokenizer,
                           peft_config=lora_config(settings), rollout_func=rollout,  # type: ignore[arg-type]
-                          callbacks=[RewardLog(), limit := TimeLimit(config.max_minutes)])
+                          callbacks=[costs, RewardLog(), limit := TimeLimit(config.max_minutes)])
+    rollout.meter = meter
+    roof = roof_tokens_per_s(trainer.model) if distributed.is_main() else 0.0
     resume = last_checkpoint(out / "trainer")
     if resume:
         rollout.calls = checkpoint_step(resume)  # new seeds, not step 1's again

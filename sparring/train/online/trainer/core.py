@@ -32,9 +32,9 @@ from typing import Any
 from rich.console import Console
 
 from sparring.errors import SparringError
-from sparring.train.online.cost import StepCost
 from sparring.train.online.grpo.config import GRPOConfig
 from sparring.train.online.trainer.items import Item, Key, items_of
+from sparring.train.step_cost import StepCost
 
 
 def _seed(*parts: Any) -> int:

@@ -18,8 +18,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from sparring.train.online.cost import StepCost
 from sparring.train.online.trainer.items import Item
+from sparring.train.step_cost import StepCost
 
 MIN_SHARED = 8  # a shorter common prefix is not worth a second decoder call
 

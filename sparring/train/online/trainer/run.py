@@ -12,10 +12,10 @@ from typing import Any
 
 from rich.console import Console
 
-from sparring.train.online.cost import StepCost, line, total
 from sparring.train.online.grpo.config import GRPOConfig
 from sparring.train.online.steplog import read_step_log, trim_step_log
 from sparring.train.online.trainer.core import OnlineTrainer, checkpoints
+from sparring.train.step_cost import StepCost, line, total
 
 EVAL_LOG = "eval.jsonl"
 
@@ -49,8 +49,8 @@ def train_online(config: GRPOConfig, file: str, arena: Any, out: Path, console: 
     from sparring.models.scripted import ScriptedModel
     from sparring.train.checkpoints import TrainingStopped
     from sparring.train.learning.results import check_disjoint
-    from sparring.train.online.cost import roof_tokens_per_s
     from sparring.train.online.grpo.rollout import LEARNER
+    from sparring.train.step_cost import roof_tokens_per_s
     from sparring.train.tracking import MetricLog
 
     console = console or Console(stderr=True, soft_wrap=True)

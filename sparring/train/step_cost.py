@@ -1,5 +1,6 @@
-"""Where an online training step spends the machine: the step-cost breakdown every online trainer
-prints per step and in its summary, and `benchmarks/bench_step_cost.py` compares.
+"""Where a training step spends the machine: the step-cost breakdown every online trainer prints
+per step and in its summary, and `benchmarks/bench_step_cost.py` compares across trainers (TRL's
+SFT, DPO and GRPO steps measured by `ForwardMeter`, sparring's own trainer counting its passes).
 
 A step's wall time splits into
 - `rollout`: playing the games (the learner generating, partners, the game itself);
@@ -120,3 +121,102 @@ def roof_tokens_per_s(model: Any, flops: float | None = None) -> float:
 
     params = sum(p.numel() for p in model.parameters())
     return (flops or matmul_flops()) / (6 * params) if params else 0.0
+
+
+class ForwardMeter:
+    """Counts a model's forward passes into the current `StepCost`: without gradients a scoring
+    pass (timed here), with gradients a training pass (its time is the step's, backward included).
+    For trainers whose passes happen inside a library (TRL): hooks on the model's own forward, a
+    public PyTorch API. Generation during a rollout is not a pass of the step: `paused()`.
+    Recomputed activations (gradient checkpointing) run inside the backward and are not counted
+    as passes; their time is in `training`."""
+
+    def __init__(self, model: Any = None):
+        self.cost = StepCost()
+        self.pause_depth = 0
+        self._t: list[float] = []
+        self._handles: list[Any] = []
+        if model is not None:
+            self.attach(model)
+
+    def attach(self, model: Any) -> ForwardMeter:
+        """Count the passes of `model`, the module the trainer calls (TRL's `trainer.model`, which
+        may wrap the one it was given); no longer those of a model attached before."""
+        self.close()
+        self._handles = [model.register_forward_pre_hook(self._pre, with_kwargs=True),
+                         model.register_forward_hook(self._post, with_kwargs=True)]
+        return self
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        self.pause_depth += 1
+        try:
+            yield
+        finally:
+            self.pause_depth -= 1
+
+    def _pre(self, module: Any, args: tuple, kwargs: dict) -> None:
+        self._t.append(time.perf_counter())
+
+    def _post(self, module: Any, args: tuple, kwargs: dict, output: Any) -> None:
+        import torch
+
+        started = self._t.pop() if self._t else time.perf_counter()
+        if self.pause_depth:
+            return
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        mask = kwargs.get("attention_mask")
+        if ids is None or not hasattr(ids, "numel"):
+            return
+        padded = int(ids.numel())
+        tokens = int(mask.sum()) if mask is not None and hasattr(mask, "sum") else padded
+        kind = "training" if torch.is_grad_enabled() else "scoring"
+        self.cost.count(kind, tokens, padded)
+        if kind == "scoring":
+            self.cost.seconds["scoring"] += time.perf_counter() - started
+
+    def start_step(self) -> None:
+        self.cost = StepCost()
+
+    def end_step(self, trained_tokens: int = 0, rollout_s: float = 0.0) -> StepCost:
+        """Close the step: training = its wall time less rollout and scoring (backward and the
+        optimizer included)."""
+        c = self.cost
+        c.trained_tokens = trained_tokens
+        c.seconds["rollout"] = rollout_s
+        wall = time.perf_counter() - c._started
+        c.seconds["training"] = max(0.0, wall - rollout_s - c.seconds["scoring"])
+        c.seconds["other"] = 0.0
+        return c
+
+    def close(self) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+
+def step_cost_callback(meter: ForwardMeter, trained: Any = None, rollout: Any = None) -> Any:
+    """A transformers `TrainerCallback` that opens and closes `meter`'s step around every optimizer
+    step; `trained()` / `rollout()` give the step's trained tokens and rollout seconds when the
+    trainer knows them. The closed costs are in `.costs`."""
+    from transformers import TrainerCallback
+
+    class StepCostCallback(TrainerCallback):
+        costs: list[StepCost] = []
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+            if model is not None:
+                meter.attach(model)  # the model the trainer calls, whatever wrapped it
+
+        def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            meter.close()
+
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            meter.start_step()
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.costs.append(meter.end_step(int(trained() if trained else 0), float(rollout() if rollout else 0.0)))
+
+    callback = StepCostCallback()
+    callback.costs = []
+    return callback

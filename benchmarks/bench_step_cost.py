@@ -1,0 +1,238 @@
+#!/usr/bin/env python
+"""Where a training step spends the machine, before and after the step-cost work, in one run.
+
+For each trainer it times steps of the configuration as it was shipped ("before") and as it is
+now ("after"), with the same data, seeds and model, and prints every step's breakdown (rollout,
+scoring passes, training passes, other: `sparring/train/step_cost.py`), tokens through the model
+per trained token, training tokens/s as a share of this machine's training roof (fp32 matmul
+FLOP/s ÷ 6 × parameters, probed now), and the after/before ratios the targets are stated in:
+
+- grpo: one-decision Deal or No Deal against `fair-negotiator` (the learning suite's game), 4 games
+  a step. Before: TRL's GRPOTrainer with beta 0.04 (a reference pass). After: sparring's trainer,
+  beta 0 (no reference), the rollout's log-probs (no scoring pass), the group's prompt run once.
+- ppo: TextWorld cooking (3 rooms, 2 ingredients, the whole history: ~1.4k-token games), the
+  learner's games a step. Before: KL 0.05 (a reference pass), a scoring pass for the old
+  log-probs and the values, every game padded in full. After: KL 0, the rollout's log-probs, a
+  values-only pass, the shared prefix. Needs Java and textworld-express (skipped without).
+- sft: LoRA SFT, 4 rows a step of varied length. Before: padded batches. After: padding-free.
+- dpo: TRL DPO, 2 pairs a step (TRL 1.x disables padding-free DPO): the breakdown only.
+
+    OMP_NUM_THREADS=2 python benchmarks/bench_step_cost.py                  # bundled model, ~15-25 min
+    python benchmarks/bench_step_cost.py --model tiny --steps 1 --only sft,grpo   # a quick check
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="smollm2-135m", help="a models.yaml name, a directory, or 'tiny'")
+    ap.add_argument("--steps", type=int, default=3, help="timed steps per configuration (after one untimed)")
+    ap.add_argument("--only", default="grpo,ppo,sft,dpo", help="comma-separated parts")
+    ap.add_argument("--games", type=int, default=4, help="games per GRPO and PPO step")
+    ap.add_argument("--json", default=None, help="also write every step's figures to this file")
+    return ap
+
+
+def median_cost(points: list[dict[str, Any]]) -> dict[str, float]:
+    """Per figure, the median over the timed steps (the first step is a warm-up, left out)."""
+    timed = points[1:] or points
+    keys = sorted({k for p in timed for k in p if k.startswith("cost/")})
+    return {k: statistics.median(float(p.get(k) or 0.0) for p in timed) for k in keys}
+
+
+def show(part: str, variant: str, m: dict[str, float]) -> None:
+    print(f"  {part:4s} {variant:7s} step {m.get('cost/total_s', 0):7.1f} s = rollout {m.get('cost/rollout_s', 0):6.1f}"
+          f" + scoring {m.get('cost/scoring_s', 0):6.1f} + training {m.get('cost/training_s', 0):6.1f} + other "
+          f"{m.get('cost/other_s', 0):5.1f}; {m.get('cost/forward_tokens', 0):7.0f} model tokens "
+          f"({m.get('cost/padded_tokens', 0):.0f} padded) for {m.get('cost/trained_tokens', 0):.0f} trained = "
+          f"{m.get('cost/model_tokens_per_trained_token', 0):6.1f} per trained token; training "
+          f"{m.get('cost/training_tokens_per_s', 0):6.1f} tok/s = {m.get('cost/training_roof_ratio', 0):.2f} of the roof")
+
+
+def ratios(part: str, before: dict[str, float], after: dict[str, float], per: float = 1.0) -> dict[str, float]:
+    def r(key: str) -> float:
+        b = before.get(key) or 0.0
+        return (after.get(key) or 0.0) / b if b else float("nan")
+
+    out = {"step": r("cost/total_s") / per, "update": ((after["cost/scoring_s"] + after["cost/training_s"])
+                                                      / max(1e-9, before["cost/scoring_s"] + before["cost/training_s"])),
+           "tokens_per_trained": r("cost/model_tokens_per_trained_token")}
+    print(f"  {part}: after/before step {out['step']:.3f}, update (scoring + training) {out['update']:.3f}, "
+          f"model tokens per trained token {out['tokens_per_trained']:.3f}; training roof share "
+          f"{before.get('cost/training_roof_ratio', 0):.2f} -> {after.get('cost/training_roof_ratio', 0):.2f}")
+    return out
+
+
+# -- online parts -----------------------------------------------------------------------------------
+def online_config(work: Path, name: str, model: str, experiment: dict[str, Any], **extra: Any) -> Any:
+    from sparring.train.online.grpo.config import GRPOConfig
+
+    return GRPOConfig.model_validate({"name": name, "model": model, "learner_agent": "learner",
+                                      "experiment": experiment, "output_dir": str(work / name), "save_steps": 0,
+                                      "seed": 0, "lr_scheduler_type": "constant", **extra})
+
+
+def run_online(config: Any) -> list[dict[str, Any]]:
+    from sparring.train.online.grpo.trainer import read_log, run_grpo
+
+    run_grpo(config, "<benchmark>")
+    out = Path(str(config.output_dir))
+    if config.engine == "trl":
+        return read_log(out / "rewards.jsonl")
+    return [json.loads(x) for x in (out / f"{config.algorithm}.jsonl").read_text().splitlines()]
+
+
+def grpo_part(work: Path, model: str, models_file: str, steps: int, games: int) -> dict[str, Any]:
+    from sparring.train.learning.grpo import SIZES, _experiment
+
+    size = {**SIZES["full"], "tokens": 16}
+    experiment = {**_experiment(size, "train", 40, "learner"), "models_file": models_file}
+    common = {"algorithm": "grpo", "num_generations": games, "prompts_per_step": 1, "max_steps": steps + 1,
+              "learning_rate": 1e-4, "format_penalty": 0.1, "sequences_per_episode": 1,
+              "gradient_checkpointing": False}
+    before = run_online(online_config(work, "grpo-before", model, experiment, trainer="trl", beta=0.04, **common))
+    after = run_online(online_config(work, "grpo-after", model, experiment, trainer="sparring", beta=0.0, **common))
+    return {"before": before, "after": after}
+
+
+def ppo_part(work: Path, model: str, models_file: str, steps: int, games: int) -> dict[str, Any] | None:
+    import shutil
+
+    if shutil.which("java") is None:
+        print("  ppo: skipped (TextWorld's simulator needs Java)")
+        return None
+    try:
+        import textworld_express  # noqa: F401
+    except ImportError:
+        print("  ppo: skipped (pip install -e '.[textworld]')")
+        return None
+    from sparring.train.learning.textworld import GAME_ARGS, WORLD
+
+    experiment = {"game": "textworld_cooking", "game_args": {**GAME_ARGS, "max_steps": 24},
+                  "dataset": {"name": "cookingworld", "split": "train", "limit": 32, "args": {"params": WORLD}},
+                  "models_file": models_file,
+                  "agents": {"learner": {"role": "player", "model": "learner",
+                                         "sampling": {"temperature": 1.0, "max_new_tokens": 12, "stop": ["\n"]}}},
+                  "tournament": {"type": "self_play", "participants": ["learner"]}, "run": {"seed": 0, "max_live": 8}}
+    common = {"algorithm": "ppo", "num_generations": 1, "prompts_per_step": games, "max_steps": steps + 1,
+              "learning_rate": 1e-5, "sequences_per_episode": 1, "lora": {"r": 16, "alpha": 32}}
+    old = {"ppo_epochs": 1, "minibatch_size": 2, "kl_coef": 0.05}
+    before = run_online(online_config(work, "ppo-before", model, experiment, ppo=old, rollout_logprobs=False,
+                                      share_prefix=False, **common))
+    after = run_online(online_config(work, "ppo-after", model, experiment, ppo={**old, "kl_coef": 0.0},
+                                     rollout_logprobs=True, share_prefix=True, **common))
+    return {"before": before, "after": after}
+
+
+# -- TRL's SFT and DPO ----------------------------------------------------------------------------------
+def rows(n: int) -> tuple[list[dict], list[dict]]:
+    """SFT rows of varied length (~200-600 tokens, as game turns are) and DPO pairs."""
+    sft, dpo = [], []
+    for i in range(n):
+        prompt = [{"role": "system", "content": "You negotiate over books, hats and balls. " * 6},
+                  {"role": "user", "content": "Your values: a book is worth 2, a hat 3, a ball 1. " * (4 + 5 * (i % 4))}]
+        sft.append({"messages": prompt + [{"role": "assistant", "content": f"[propose] ({i % 3} books, 1 hats, 2 balls)"}]})
+        dpo.append({"prompt": prompt, "chosen": [{"role": "assistant", "content": "[propose] (1 books, 1 hats, 0 balls)"}],
+                    "rejected": [{"role": "assistant", "content": "I want everything. " * (1 + i % 3)}]})
+    return sft, dpo
+
+
+def trained_per_row(kind: str, model: str, data: list[dict]) -> float:
+    """Mean tokens carrying loss per row: the assistant turns' (SFT), both replies' (DPO)."""
+    from sparring.train.policy import load_tokenizer
+    from sparring.train.trainers import preference_tokens, sft_example
+
+    tok = load_tokenizer(model)
+    if kind == "sft":
+        return statistics.mean(sum(sft_example(tok, r)["assistant_masks"]) for r in data)
+    _, ids = preference_tokens(tok, data, ("chosen", "rejected"))
+    return statistics.mean(len(t["chosen_ids"]) + len(t["rejected_ids"]) for t in ids)
+
+
+def trl_part(kind: str, work: Path, model: str, steps: int) -> dict[str, Any]:
+    from sparring.train.config import TrainSettings
+    from sparring.train.step_cost import ForwardMeter, step_cost_callback
+    from sparring.train.trainers import train_dpo, train_sft
+
+    sft_rows, dpo_rows = rows(4 * (steps + 1))
+    batch = 4 if kind == "sft" else 2
+    data = sft_rows if kind == "sft" else dpo_rows
+    trained = round(batch * trained_per_row(kind, model, data))
+    out: dict[str, Any] = {}
+    variants = {"before": {}, "after": {"padding_free": True}} if kind == "sft" else {"before": {}}
+    for name, extra in variants.items():
+        callback = step_cost_callback(ForwardMeter(), trained=lambda: trained)
+        settings = TrainSettings(model=model, max_steps=steps + 1, batch_size=batch, max_length=2048,
+                                 logging_steps=10_000, save_steps=0, **({"method": "dpo"} if kind == "dpo" else {}),
+                                 **extra)
+        (train_sft if kind == "sft" else train_dpo)(data, settings, work / f"{kind}-{name}", callbacks=[callback])
+        out[name] = [c.summary() for c in callback.costs]
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    from sparring.train.learning.speed import count_params, matmul_flops
+
+    work = Path(tempfile.mkdtemp(prefix="bench-step-cost-"))
+    model = args.model
+    if model == "tiny":
+        from sparring.models.tiny import save_tiny_model
+
+        model = str(save_tiny_model(work / "tiny"))
+    flops = matmul_flops()
+    roof = flops / (6 * count_params(model))
+    print(f"machine: fp32 matmul {flops / 1e9:.0f} GFLOP/s -> training roof {roof:.0f} tokens/s for {args.model}")
+    models_file = str(write_models(work, model))
+    parts = [p.strip() for p in args.only.split(",") if p.strip()]
+    results: dict[str, Any] = {"model": args.model, "flops": flops, "roof_tokens_per_s": roof, "parts": {}}
+    for part in parts:
+        print(f"== {part}")
+        if part == "grpo":
+            found = grpo_part(work, model, models_file, args.steps, args.games)
+        elif part == "ppo":
+            found = ppo_part(work, model, models_file, args.steps, args.games)
+        elif part in ("sft", "dpo"):
+            found = trl_part(part, work, model, args.steps)
+        else:
+            raise SystemExit(f"unknown part {part!r}: grpo, ppo, sft, dpo")
+        if not found:
+            continue
+        medians = {}
+        for variant, points in found.items():
+            for p in points:
+                if p.get("cost/training_s") and p.get("cost/training_tokens"):
+                    p["cost/training_roof_ratio"] = p["cost/training_tokens"] / p["cost/training_s"] / roof
+            medians[variant] = median_cost(points)
+            show(part, variant, medians[variant])
+        if "after" in medians:
+            medians["ratios"] = ratios(part, medians["before"], medians["after"])
+        results["parts"][part] = {"steps": found, "median": medians}
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2), encoding="utf-8")
+        print(f"wrote {args.json}")
+
+
+def write_models(work: Path, model: str) -> Path:
+    """A models file with the base model as `learner`'s base and the shipped scripted partner."""
+    import yaml
+
+    from sparring.train.learning.context import shipped_scripted
+
+    entry = {"backend": "hf", "args": {"model": model}} if Path(model).is_dir() else None
+    models = {**shipped_scripted(), **({"bench-base": entry} if entry else {})}
+    path = work / "models.yaml"
+    path.write_text(yaml.safe_dump({"models": models}), encoding="utf-8")
+    return path
+
+
+if __name__ == "__main__":
+    main()
