@@ -25,14 +25,17 @@ def textarena() -> Any:
     return textarena
 
 
-def make(env_id: str) -> Any:
+def make(env_id: str, **kwargs: Any) -> Any:
+    """A new environment; `kwargs` go to its constructor over the ones its id registers."""
     ta = textarena()
     if env_id not in env_ids():
         known = [e for e in env_ids() if e.split("-")[0].lower() == env_id.split("-")[0].lower()][:5]
         hint = f" (did you mean {', '.join(known)}?)" if known else " (`sparring textarena list` shows them)"
         raise SparringError(f"TextArena {ta_version()} has no environment {env_id!r}{hint}")
     try:
-        return ta.make(env_id=env_id)
+        return ta.make(env_id=env_id, **kwargs)
+    except TypeError as e:  # a keyword its constructor does not take
+        raise SparringError(f"TextArena environment {env_id!r} does not take {sorted(kwargs)}: {e}") from None
     except Exception as e:  # an environment whose module needs an API key, a download, a package
         raise SparringError(f"TextArena environment {env_id!r} cannot be made here: {_why(e)}") from None
 

@@ -53,6 +53,13 @@ class TextArenaConfig(Strict):
     num_players: int = Field(2, ge=1, le=8)
     max_turns: int = Field(200, ge=1, description="moves attempted after which the game ends as a draw "
                                                   "(a safety cap; TextArena's own limits come first)")
+    env_kwargs: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the environment's "
+                                       "constructor, over the ones its id registers (e.g. KuhnPoker-v0: "
+                                       "{max_rounds: 1} for one hand a game)")
+    reward: Literal["outcome", "chips"] = Field(
+        "outcome", description="outcome: TextArena's rewards (win 1, loss -1, draw 0); chips: the chips each player "
+        "won per hand (card games that keep `player_chips`: Kuhn Poker, Leduc Hold'em), a forfeit by invalid "
+        "moves -1 a hand for the offender and +1 for the other")
 
 
 class TextArenaInstance(Instance):
@@ -136,7 +143,7 @@ class TextArenaGame(Game[TextArenaInstance, TextArenaState]):
             raise ConfigError(f"textarena {self.config.env_id} needs seats for {', '.join(names)}; missing "
                               f"{', '.join(missing)}")
         order = names[::-1] if flip else names
-        env = make(self.config.env_id)
+        env = make(self.config.env_id, **self.config.env_kwargs)
         state = TextArenaState(env=env, seat_of=dict(enumerate(order)), prompts={p: seats[p].prompts for p in names},
                                env_id=self.config.env_id, attempts=dict.fromkeys(names, 0),
                                invalid=dict.fromkeys(names, 0))
@@ -203,6 +210,20 @@ class TextArenaGame(Game[TextArenaInstance, TextArenaState]):
     def is_over(self, state: TextArenaState) -> bool:
         return state.done
 
+    def _chips(self, state: TextArenaState) -> tuple[dict[str, float], int] | None:
+        """Each player's chips won, and the hands played, when the environment keeps them."""
+        game = getattr(getattr(state.env, "state", None), "game_state", None) or {}
+        chips = game.get("player_chips")
+        if not isinstance(chips, dict):
+            return None
+        rounds = int(getattr(state.env, "max_rounds", 0) or 0)
+        current = int(game.get("current_round", rounds + 1))
+        played = min(rounds, current - 1) if rounds else 1
+        # after the last hand TextArena (0.7.4) deals a hand that is never played and takes its antes:
+        # they go back to the players
+        back = float(getattr(state.env, "ante", 0) or 0) if rounds and current > rounds else 0.0
+        return {state.seat_of[int(p)]: float(c) + back for p, c in chips.items()}, max(1, played)
+
     def outcome(self, state: TextArenaState) -> Outcome:
         rewards = state.rewards or dict.fromkeys(state.seat_of.values(), 0.0)
         best = max(rewards.values()) if rewards else 0.0
@@ -210,8 +231,21 @@ class TextArenaGame(Game[TextArenaInstance, TextArenaState]):
         winner = leaders[0] if len(leaders) == 1 and len(rewards) > 1 else None
         reasons = {str(v.get("reason")) for v in state.info.values() if v.get("reason")}
         attempts = sum(state.attempts.values())
+        extra: dict[str, Any] = {}
+        chips = self._chips(state)
+        if chips is not None:
+            won, hands = chips
+            forfeit = [p for p, v in state.info.items() if v.get("invalid_move")]
+            per_hand = {p: c / hands for p, c in won.items()}
+            if forfeit:  # lost by invalid moves: every hand lost
+                per_hand = {p: -1.0 if p in forfeit else 1.0 for p in won}
+            extra = {"chips": won, "hands": hands, "payoff_per_hand": per_hand, "forfeit": bool(forfeit)}
+            if self.config.reward == "chips":
+                rewards = per_hand
+        elif self.config.reward == "chips":
+            raise SparringError(f"reward: chips needs an environment that keeps player_chips; {state.env_id} does not")
         return Outcome(rewards=rewards, winner=winner, reason="turn cap" if state.capped else "; ".join(sorted(reasons)),
-                       metrics={"env_id": state.env_id, "turns": state.turns, "draw": winner is None,
+                       metrics={**extra, "env_id": state.env_id, "turns": state.turns, "draw": winner is None,
                                 "invalid_moves": dict(state.invalid), "attempts": dict(state.attempts),
                                 "invalid_rate": sum(state.invalid.values()) / attempts if attempts else 0.0,
                                 "capped": state.capped,

@@ -4,6 +4,9 @@
 - `random_legal`: a uniformly random move among those the observation lists as available
   ("Available Moves: '[0]', '[4]'", "Your available actions are: '[check]', '[bet]'"), seeded by
   the observation, so the same position always gets the same move.
+- `kuhn_rule` (Kuhn Poker): a fixed card rule — with the King it bets (or calls), with the Queen it
+  checks (or calls), with the Jack it checks (or folds to a bet); a held-out opponent the learning
+  suite never trains against.
 - `negotiator` (SimpleNegotiation): accepts an incoming offer that does not lose it value by its own
   values, otherwise denies it and offers one unit of its least valuable resource for one unit of its
   most valuable one.
@@ -39,6 +42,19 @@ def random_legal(request: GenerateRequest) -> str:
     lists = _AVAILABLE.findall(obs)
     moves = _MOVE.findall(lists[-1]) if lists else []
     return _rng(obs).choice(moves) if moves else "[0]"
+
+
+_CARD = re.compile(r"Your card is: '([JQK])'")
+
+
+def kuhn_rule(request: GenerateRequest) -> str:
+    obs = _observation(request)
+    cards = _CARD.findall(obs)
+    lists = _AVAILABLE.findall(obs)
+    moves = [m.strip("[]").lower() for m in _MOVE.findall(lists[-1])] if lists else []
+    card = cards[-1] if cards else "J"
+    prefer = {"K": ("bet", "call"), "Q": ("check", "call"), "J": ("check", "fold")}[card]
+    return f"[{next((m for m in prefer if m in moves), moves[0] if moves else 'check')}]"
 
 
 def _items(text: str) -> dict[str, int]:

@@ -210,3 +210,44 @@ def test_grpo_trains_on_a_textarena_game(tmp_path):
     run_grpo(config, file)
     steps = [json.loads(x) for x in (tmp_path / "out" / "rewards.jsonl").read_text().splitlines()]
     assert len(steps) == 2 and (tmp_path / "out" / "adapter" / "adapter_config.json").is_file()
+
+
+def test_kuhn_poker_pays_chips_per_hand_with_one_hand_a_game_and_the_rule_player():
+    """`env_kwargs` reach the environment (one hand a game); `reward: chips` pays each player the
+    chips it won per hand (zero-sum); the rule player never folds a King and never bets a Jack."""
+    cfg = config("KuhnPoker-v0", "textarena-kuhn-rule", "textarena-random", n=16)
+    cfg["game_args"] = {"env_id": "KuhnPoker-v0", "env_kwargs": {"max_rounds": 1}, "reward": "chips"}
+    with Arena.from_config(cfg) as arena:
+        records = arena.play(arena.jobs())
+    assert len(records) == 32 and all(r.status == "complete" for r in records)
+    for r in records:
+        m = r.outcome.metrics
+        assert m["hands"] == 1 and not m["forfeit"]
+        assert r.outcome.rewards == m["payoff_per_hand"] and sum(r.outcome.rewards.values()) == 0
+        assert set(r.outcome.rewards.values()) == {-1.0, 1.0}  # TextArena's pot is the antes: a hand is +-1
+        rule = next(p for p, s in r.seats.items() if s.agent == "a")
+        for call in (c for c in r.calls if c.player == rule):
+            obs, move = call.messages[-1].content, call.completions[0].text
+            card = obs.rsplit("Your card is: '", 1)[1][0]
+            assert not (card == "K" and move == "[fold]") and not (card == "J" and move == "[bet]")
+
+
+def test_an_environment_keyword_it_does_not_take_is_a_clear_error():
+    cfg = config("TicTacToe-v0", "textarena-random", "textarena-random", n=1)
+    cfg["game_args"] = {"env_id": "TicTacToe-v0", "env_kwargs": {"max_rounds": 1}}
+    with Arena.from_config(cfg) as arena:
+        records = arena.play(arena.jobs())
+    assert all(r.status == "failed" and "does not take ['max_rounds']" in (r.error or "") for r in records)
+
+
+def test_a_forfeit_by_invalid_moves_loses_every_hand():
+    from sparring.models.scripted import ScriptedModel
+
+    cfg = config("KuhnPoker-v0", "mumbler", "textarena-random", n=2)
+    cfg["game_args"] = {"env_id": "KuhnPoker-v0", "env_kwargs": {"max_rounds": 3}, "reward": "chips"}
+    with Arena.from_config(cfg, models={"mumbler": ScriptedModel("mumbler", text="I think so.")}) as arena:
+        records = arena.play(arena.jobs())
+    for r in records:
+        mumbler = next(p for p, s in r.seats.items() if s.agent == "a")
+        other = next(p for p in r.seats if p != mumbler)
+        assert r.outcome.metrics["forfeit"] and r.outcome.rewards == {mumbler: -1.0, other: 1.0}
