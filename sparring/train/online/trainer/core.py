@@ -26,6 +26,7 @@ import hashlib
 import json
 import random
 import shutil
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -411,7 +412,9 @@ class OnlineTrainer:
             self.score(c.items, cost)
             point.update(self.advantages(c))
             point.update(self.optimise(c.items, step, cost))
-        self.scheduler.step()  # one schedule step per training step (PPO: whatever its minibatches)
+        with warnings.catch_warnings():  # a step without items (no valid move) did no optimizer step
+            warnings.simplefilter("ignore", UserWarning)
+            self.scheduler.step()  # one schedule step per training step (PPO: whatever its minibatches)
         point["learning_rate"] = self.scheduler.get_last_lr()[0]
         cost.trained_tokens = point["trained_tokens"]
         point.update(cost.close().summary(self.roof or None))

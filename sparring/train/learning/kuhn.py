@@ -1,0 +1,185 @@
+"""Experiment: Kuhn Poker (TextArena), RL against a fixed opponent vs self-play, with and without a
+baseline per role (SPIRAL's question, on the bundled model).
+
+One hand a game (`KuhnPoker-v0` with `max_rounds: 1`), each player's reward the chips it won in the
+hand (`reward: chips`; TextArena's pot holds only the antes, so a hand pays +1 or -1 and a bet
+matters only through the folds it draws). The bundled model rarely writes a move in TextArena's
+format, so first a warm start: SFT on a random legal player's moves in games against itself
+(training seeds of their own). Then three arms from that start, each GRPO on sparring's trainer with
+the same games per step, learning rate and steps:
+- `fixed`: the learner against `textarena-random` (a random legal player), in both seats; the
+  baseline is the mean of the learner's games of the same seed and seat (the same cards);
+- `selfplay-rae`: the learner in both seats of every game, trained in both, each role's reward
+  minus a running mean of that role's rewards (role-conditioned advantage estimation);
+- `selfplay`: the same without it: one baseline for the group's games, both seats pooled — in a
+  zero-sum game their rewards cancel in that mean, which is the failure RAE addresses.
+Every policy plays held-out seeds (TextArena's test range, disjoint from every training seed: checked)
+from both seats against `textarena-kuhn-rule`, a fixed card rule no arm trained against, greedily:
+the mean payoff per hand (bootstrap), paired per (seed, seat) against the start, and what each
+policy does with each card (from the records).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from sparring.train.learning.context import Context, Played
+from sparring.train.learning.registry import experiment
+from sparring.train.learning.results import Experiment, Stage, mean, paired, rate
+
+ENV = "KuhnPoker-v0"
+GAME = {"env_id": ENV, "env_kwargs": {"max_rounds": 1}, "reward": "chips"}
+SIZES: dict[str, dict[str, Any]] = {
+    "quick": {"demos": 4, "demo_steps": 1, "train": 8, "heldout": 2, "steps": 1, "generations": 2, "prompts": 1,
+              "tokens": 6},
+    # full: sized by a pilot (docs/learning/textarena-kuhn.md); a step plays 8 games
+    "full": {"demos": 96, "demo_steps": 16, "train": 400, "heldout": 128, "steps": 40, "generations": 4,
+             "prompts": 2, "tokens": 6},
+}
+LEARNING_RATE = 2e-4
+MAX_LIVE = 32
+TRAIN_OPPONENT = "textarena-random"
+HELDOUT_OPPONENT = "textarena-kuhn-rule"
+DEMO_START = 200_000  # the demonstrations' training seeds, apart from the arms' (0..)
+ARMS = {"fixed": ({"mode": "fixed"}, "group"), "selfplay-rae": ({"mode": "self_play"}, "rae"),
+        "selfplay": ({"mode": "self_play"}, "group")}
+_CARD = re.compile(r"Your card is: '([JQK])'")
+_MOVE = re.compile(r"\[(check|bet|call|fold)\]", re.IGNORECASE)
+
+
+def _seeds(split: str, n: int, start: int = 0) -> dict[str, Any]:
+    return {"name": "seeds", "split": split, "args": {"n": n, "start": start}}
+
+
+def _heldout(model: str, size: dict[str, Any]) -> dict[str, Any]:
+    return {"game": "textarena", "game_args": GAME, "dataset": _seeds("test", size["heldout"]),
+            "agents": {"policy": {"role": "player", "model": model,
+                                  "sampling": {"temperature": 0.0, "max_new_tokens": size["tokens"]}},
+                       "opponent": {"role": "player", "model": HELDOUT_OPPONENT}},
+            "tournament": {"type": "custom", "matchups": [["policy", "opponent"]], "flip": True},
+            "run": {"seed": 0, "max_live": MAX_LIVE}}
+
+
+def moves_by_card(records: list[Any], agent: str = "policy") -> dict[str, dict[str, int]]:
+    """How often the agent checked, bet, called or folded (or wrote something else) with each card."""
+    out: dict[str, dict[str, int]] = {}
+    for r in records:
+        players = {p for p, s in r.seats.items() if s.agent == agent}
+        for call in r.calls:
+            if call.player not in players or call.op != "generate" or not call.completions:
+                continue
+            cards = _CARD.findall(call.messages[-1].content if call.messages else "")
+            found = _MOVE.search(call.completions[0].text or "")
+            move = found.group(1).lower() if found else "invalid"
+            row = out.setdefault(cards[-1] if cards else "?", {})
+            row[move] = row.get(move, 0) + 1
+    return {card: dict(sorted(v.items())) for card, v in sorted(out.items())}
+
+
+def evaluate(ctx: Context, model: str, name: str, size: dict[str, Any]) -> tuple[dict, dict[str, float], Played]:
+    played = ctx.play(_heldout(model, size), name)
+    payoff, wins, invalid = [], [], []
+    per: dict[str, float] = {}
+    for r in played.records:
+        seat = next(p for p, s in r.seats.items() if s.agent == "policy")
+        m = r.outcome.metrics if r.outcome else {}
+        value = float((r.outcome.rewards if r.outcome else {}).get(seat, -1.0))
+        payoff.append(value)
+        wins.append(value > 0)
+        attempts = int((m.get("attempts") or {}).get(seat, 0))
+        bad = int((m.get("invalid_moves") or {}).get(seat, 0))
+        invalid += [False] * (attempts - bad) + [True] * bad
+        per[f"{r.instance_id}/{'flip' if r.flip else 'plain'}"] = value
+    return ({"payoff_per_hand": mean(payoff), "hands_won": rate(wins), "invalid_move_share": rate(invalid)},
+            per, played)
+
+
+def warm_start(ctx: Context, size: dict[str, Any]) -> tuple[str, dict[str, Any], Played]:
+    """SFT on a random legal player's moves in hands against itself (training seeds of their own)."""
+    from sparring.train.config import LoraSettings, TrainSettings
+    from sparring.train.export import sft_rows
+    from sparring.train.trainers import train_sft
+
+    cfg = {"game": "textarena", "game_args": GAME, "dataset": _seeds("train", size["demos"], DEMO_START),
+           "agents": {"a": {"role": "player", "model": TRAIN_OPPONENT}, "b": {"role": "player", "model": TRAIN_OPPONENT}},
+           "tournament": {"type": "custom", "matchups": [["a", "b"]], "flip": False},
+           "run": {"seed": 0, "max_live": MAX_LIVE}}
+    demos = ctx.play(cfg, "kuhn-demonstrations")
+    rows = sft_rows(demos.records)
+    settings = TrainSettings(model=ctx.model, method="sft", learning_rate=5e-4, max_steps=size["demo_steps"],
+                             batch_size=4, max_length=1024, lora=LoraSettings(r=8, alpha=16))
+    result = train_sft(rows, settings, ctx.out / "adapters" / "kuhn-warm")
+    return str(result.adapter), {"rows": result.rows, "steps": result.steps, "loss": result.loss,
+                                 "games": len(demos.records)}, demos
+
+
+def arm_config(ctx: Context, size: dict[str, Any], start: str, arm: str) -> dict[str, Any]:
+    """The online config of one arm: GRPO on sparring's trainer from `start`."""
+    opponents, baseline = ARMS[arm]
+    learner = {"role": "player", "model": "learner",
+               "sampling": {"temperature": 1.0, "max_new_tokens": size["tokens"]}}
+    fixed = opponents["mode"] == "fixed"
+    experiment = {"game": "textarena", "game_args": GAME, "dataset": _seeds("train", size["train"]),
+                  "models_file": str(ctx.models_file.resolve()),
+                  "agents": {"learner": learner, **({"opponent": {"role": "player", "model": TRAIN_OPPONENT}}
+                                                   if fixed else {})},
+                  "tournament": ({"type": "custom", "matchups": [["learner", "opponent"]]} if fixed
+                                 else {"type": "self_play", "participants": ["learner"]}),
+                  "run": {"seed": 0, "max_live": MAX_LIVE}}
+    return {"algorithm": "grpo", "trainer": "sparring", "model": ctx.model, "adapter": start,
+            "learner_agent": "learner", "experiment": experiment, "seats": [0, 1],
+            "num_generations": size["generations"],
+            # the same games per step in every arm: self-play trains both seats of each
+            "prompts_per_step": size["prompts"], "max_steps": size["steps"], "learning_rate": LEARNING_RATE,
+            "beta": 0.0, "format_penalty": 0.1, "baseline": baseline, "opponents": opponents,
+            "save_steps": 10, "seed": 0, "lr_scheduler_type": "constant"}
+
+
+@experiment("textarena-kuhn")
+def run(ctx: Context) -> Experiment:
+    from sparring.errors import SparringError
+    from sparring.train.learning.online import train
+
+    try:
+        import textarena  # noqa: F401
+    except ImportError:
+        raise SparringError("textarena-kuhn needs TextArena: pip install 'sparring[textarena]'") from None
+    size = SIZES[ctx.size]
+    begin = time.perf_counter()
+    t = time.perf_counter()
+    warm, warm_info, demos = warm_start(ctx, size)
+    warm_s = time.perf_counter() - t
+    start_alias = ctx.register("kuhn-start", warm)
+    m, start_per, played = evaluate(ctx, start_alias, "kuhn-start", size)
+    exp = Experiment(name="textarena-kuhn", description="TextArena Kuhn Poker, one hand a game: from one SFT start, "
+                     "GRPO against a random legal player, self-play with a running baseline per role (RAE) and "
+                     "self-play without it; held-out seeds against a fixed card rule no arm trained against.",
+                     model=ctx.label, primary="payoff_per_hand",
+                     training_ids=sorted({r.instance_id for r in demos.records}), heldout_ids=sorted(
+                         {r.instance_id for r in played.records}),
+                     target="self-play with RAE above the start: paired payoff-per-hand interval above 0")
+    exp.stages.append(Stage("start", 0, m, {"train": warm_s, **played.walls("heldout")},
+                            info={**warm_info, "moves_by_card": moves_by_card(played.records)}))
+    ctx.progress(exp)
+    for k, arm in enumerate(ARMS, start=1):
+        result = train(ctx, f"kuhn-{arm}", arm_config(ctx, size, warm, arm))
+        exp.training_ids = sorted(set(exp.training_ids) | set(result.training_ids))
+        exp.__post_init__()  # held-out seeds disjoint from every arm's training seeds (checked)
+        alias = ctx.register(f"kuhn-{arm}", result.adapter)
+        m, per, played = evaluate(ctx, alias, f"kuhn-{arm}", size)
+        exp.stages.append(Stage(arm, k, m, {"train": result.seconds, **played.walls("heldout")},
+                                info={"steps": size["steps"], "curves": result.curves(), "cost": result.cost(),
+                                      "moves_by_card": moves_by_card(played.records)}))
+        exp.paired[f"payoff per hand {arm} - start"] = paired(start_per, per)
+        ctx.progress(exp)
+    exp.notes.append(f"start: SFT ({warm_info['steps']} steps) on {warm_info['rows']} moves of {TRAIN_OPPONENT} in "
+                     f"{warm_info['games']} hands against itself (training seeds {DEMO_START}..)")
+    exp.notes.append(f"each arm: {size['steps']} GRPO steps of {size['generations'] * size['prompts']} games "
+                     f"(sparring's trainer, lr {LEARNING_RATE}, beta 0, format penalty 0.1 per refused move), "
+                     f"training seeds 0..{size['train'] - 1}")
+    exp.notes.append(f"held-out: {size['heldout']} test seeds x 2 seats against {HELDOUT_OPPONENT}, greedy; "
+                     "paired by (seed, seat): the same cards for every policy")
+    exp.wall_s = time.perf_counter() - begin
+    return exp
