@@ -19,14 +19,14 @@ from sparring.train.learning.registry import EXPERIMENTS
 from sparring.train.learning.results import Experiment
 
 ORDER = ("textworld-sft", "textworld-sft-data", "textworld-rl", "dond-selfplay", "dond-selfplay-mutual", "debate-dpo", "grpo",
-         "textarena-tictactoe", "textarena-kuhn", "transfer")
+         "textarena-tictactoe", "textarena-tictactoe-rl", "textarena-kuhn", "transfer")
 
 
 def _register_all() -> None:
     """Import the experiment modules (each registers itself with `@experiment`)."""
     import importlib
 
-    for module in ("textworld", "textworld_rl", "dond", "debate", "grpo", "textarena", "kuhn", "transfer"):
+    for module in ("textworld", "textworld_rl", "dond", "debate", "grpo", "textarena", "tictactoe_rl", "kuhn", "transfer"):
         importlib.import_module(f"sparring.train.learning.{module}")
 
 
