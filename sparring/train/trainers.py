@@ -251,15 +251,31 @@ def train_dpo(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
                    None if d.soft else {"soft/floor": 0.0})
 
 
+def interleave_prompts(rows: Rows) -> Rows:
+    """The rows in round-robin order over their prompts (the first row of every prompt, then the
+    second of every prompt, ...), so that neighbouring rows answer different prompts where there
+    are several. TRL's KTO estimates its KL reference point from each row's prompt with its
+    neighbour's completion (it rotates completions by one within each batch of the dataset's
+    order); rows of one prompt side by side, as an export of several replies per prompt lists
+    them, make those "mismatched" pairs matched ones, and the reference point then follows the
+    rewards themselves (measured on 8 prompts x 2 replies: KL 91.7 = the desirable rows' mean
+    log-ratio, so their loss stayed at 1 - σ(0) = 0.5; interleaved: KL 7.6, loss 0.26 -> 0.02)."""
+    groups: dict[str, Rows] = {}
+    for row in rows:
+        groups.setdefault(json.dumps(row["prompt"], sort_keys=True), []).append(row)
+    depth = max((len(g) for g in groups.values()), default=0)
+    return [g[i] for i in range(depth) for g in groups.values() if i < len(g)]
+
+
 def train_kto(source: str | Path | Rows, settings: TrainSettings, out: str | Path,
               model_and_tokenizer: tuple[Any, Any] | None = None, callbacks: list[Any] | None = None) -> TrainResult:
-    """KTO on rows labelled desirable / undesirable."""
+    """KTO on rows labelled desirable / undesirable (reordered by `interleave_prompts`)."""
     from trl import KTOConfig, KTOTrainer
 
     out = Path(out)
     check_settings(settings)
     model, tokenizer = model_and_tokenizer or load_policy(settings)
-    rows, tokens = preference_tokens(tokenizer, read_rows(source), ("completion",))
+    rows, tokens = preference_tokens(tokenizer, interleave_prompts(read_rows(source)), ("completion",))
     rows, tokens, dropped = _fit_tokens(rows, tokens, settings.max_length, ("completion",))
     if not rows or len({bool(r["label"]) for r in rows}) < 2:
         raise SparringError("KTO needs rows labelled both desirable and undesirable that fit max_length")

@@ -93,6 +93,26 @@ def test_dpo_continuing_an_adapter_uses_it_as_the_reference(tmp_path, rows, tiny
     assert not (tmp_path / "a2" / "ref").exists()
 
 
+def test_kto_rows_are_interleaved_so_that_neighbours_answer_different_prompts():
+    """TRL's KTO pairs each row's prompt with its neighbour's completion for its KL reference
+    point; rows of one prompt side by side pair a prompt with its own other reply (in the KTO
+    learning check the reference point then equalled the desirable rows' log-ratio and the loss
+    stopped at 0.26). Round-robin over prompts, each prompt's rows in their order."""
+    from sparring.train.trainers import interleave_prompts
+
+    def row(prompt, reply):
+        return {"prompt": [{"role": "user", "content": prompt}], "completion": [{"role": "assistant", "content": reply}],
+                "label": reply.startswith("good")}
+
+    rows = [row("a", "good a"), row("a", "bad a"), row("b", "good b"), row("b", "bad b"), row("b", "bad b2"),
+            row("c", "good c")]
+    order = [r["completion"][0]["content"] for r in interleave_prompts(rows)]
+    assert order == ["good a", "good b", "good c", "bad a", "bad b", "bad b2"]
+    prompts = [r["prompt"][0]["content"] for r in interleave_prompts(rows)]
+    assert prompts == ["a", "b", "c", "a", "b", "b"]  # neighbours differ until only b's rows are left
+    assert interleave_prompts([]) == []
+
+
 def test_rows_longer_than_max_length_are_dropped_and_counted(rows, tiny_dir):
     from sparring.models.tiny import tiny_tokenizer
     from sparring.train.trainers import _fit
