@@ -73,7 +73,7 @@ def run_suite(suite: str, out: Path, only: list[str] | None = None, console: Any
     ctx.on_progress = lambda exp: write_suite(out, suite, [*done, exp], {**extra, "partial": exp.name}, kept)
     for name in names:
         console.print(f"[bold]learning suite ({suite}): {name}[/bold]")
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _cpu_seconds()
         try:
             exp = EXPERIMENTS[name](ctx)
         except SparringError as e:
@@ -87,10 +87,21 @@ def run_suite(suite: str, out: Path, only: list[str] | None = None, console: Any
             console.print(f"[red]{name} failed: {type(e).__name__}: {e}[/red]")
             continue
         exp.wall_s = exp.wall_s or time.perf_counter() - start
+        # CPU seconds of this process and its children (simulators): under other load the wall time
+        # says little; CPU seconds / 2 is the wall time this experiment needs alone on 2 busy cores
+        exp.speed["cpu_s"] = round(_cpu_seconds() - cpu, 1)
         done.append(exp)
         _print(console, exp)
         write_suite(out, suite, done, extra, kept)  # after every experiment: a killed suite keeps what finished
     return write_suite(out, suite, done, extra, kept)
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of this process and its finished children."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _cores() -> int:
@@ -100,8 +111,9 @@ def _cores() -> int:
 
 
 def _print(console: Any, exp: Experiment) -> None:
+    cpu = exp.speed.get("cpu_s")
     console.print(f"{exp.name}: {len(exp.training_ids)} training / {len(exp.heldout_ids)} held-out instances "
-                  f"(disjoint), {exp.wall_s / 60:.1f} min")
+                  f"(disjoint), {exp.wall_s / 60:.1f} min" + (f", {cpu / 60:.1f} CPU-min" if cpu else ""))
     for s in exp.stages:
         walls = ", ".join(f"{k} {v:.0f}s" for k, v in s.wall_s.items())
         console.print(f"  {s.name} (step {s.step}, seed {s.seed}): "
