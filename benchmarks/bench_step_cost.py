@@ -13,7 +13,9 @@ FLOP/s ÷ 6 × parameters, probed now), and the after/before ratios the targets 
 - ppo: TextWorld cooking (3 rooms, 2 ingredients, the whole history: ~1.4k-token games), the
   learner's games a step. Before: KL 0.05 (a reference pass), a scoring pass for the old
   log-probs and the values, every game padded in full. After: KL 0, the rollout's log-probs, a
-  values-only pass, the shared prefix. Needs Java and textworld-express (skipped without).
+  values-only pass, the shared prefix. Window: the same with an observation window (the recipe,
+  the room and inventory, the last 3 exchanges) instead of the whole history. Needs Java and
+  textworld-express (skipped without).
 - sft: LoRA SFT, 4 rows a step of varied length. Before: padded batches. After: padding-free.
 - dpo: TRL DPO, 2 pairs a step (TRL 1.x disables padding-free DPO): the breakdown only.
 
@@ -38,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--only", default="grpo,ppo,sft,dpo", help="comma-separated parts")
     ap.add_argument("--games", type=int, default=4, help="games per GRPO and PPO step")
     ap.add_argument("--json", default=None, help="also write every step's figures to this file")
+    ap.add_argument("--textworld-adapter", default=None, help="PPO's start: a TextWorld SFT adapter (default: "
+                    "trained here on 16 gold games, a few minutes)")
     return ap
 
 
@@ -103,7 +107,25 @@ def grpo_part(work: Path, model: str, models_file: str, steps: int, games: int) 
     return {"before": before, "after": after}
 
 
-def ppo_part(work: Path, model: str, models_file: str, steps: int, games: int) -> dict[str, Any] | None:
+def sft_start(work: Path, model: str) -> str:
+    """A TextWorld start as the learning suite's: LoRA SFT on gold games (16 steps on 16 won games).
+    PPO starts from one there; from the base model the commands are rarely valid and do not end
+    cleanly, so a game's turns do not extend one conversation and the step costs are not a PPO
+    run's."""
+    from sparring.train.learning.context import Context
+    from sparring.train.learning.textworld import SIZES, _gold_rows, _sft
+
+    ctx = Context(out=work / "textworld-sft", size="full", model=model, label="bench")
+    ctx.write_models()
+    size = {**SIZES["full"], "train": 16}
+    _, rows = _gold_rows(ctx, size, "bench-gold")
+    result, seconds = _sft(ctx, rows, size, 0, min(16, len(rows)), "bench-sft")
+    print(f"  ppo: start = SFT on {len(rows)} gold games, {seconds:.0f} s")
+    return str(result.adapter)
+
+
+def ppo_part(work: Path, model: str, models_file: str, steps: int, games: int,
+             adapter: str | None = None) -> dict[str, Any] | None:
     import shutil
 
     if shutil.which("java") is None:
@@ -122,14 +144,21 @@ def ppo_part(work: Path, model: str, models_file: str, steps: int, games: int) -
                   "agents": {"learner": {"role": "player", "model": "learner",
                                          "sampling": {"temperature": 1.0, "max_new_tokens": 12, "stop": ["\n"]}}},
                   "tournament": {"type": "self_play", "participants": ["learner"]}, "run": {"seed": 0, "max_live": 8}}
+    adapter = adapter or sft_start(work, model)
     common = {"algorithm": "ppo", "num_generations": 1, "prompts_per_step": games, "max_steps": steps + 1,
-              "learning_rate": 1e-5, "sequences_per_episode": 1, "lora": {"r": 16, "alpha": 32}}
+              "learning_rate": 1e-5, "sequences_per_episode": 1, "adapter": adapter}
     old = {"ppo_epochs": 1, "minibatch_size": 2, "kl_coef": 0.05}
     before = run_online(online_config(work, "ppo-before", model, experiment, ppo=old, rollout_logprobs=False,
                                       share_prefix=False, **common))
     after = run_online(online_config(work, "ppo-after", model, experiment, ppo={**old, "kl_coef": 0.0},
                                      rollout_logprobs=True, share_prefix=True, **common))
-    return {"before": before, "after": after}
+    # an observation window instead of the whole history: the recipe (once read), the room and the
+    # inventory, and the last 3 exchanges; every command is then its own, shorter, sequence
+    window = {**experiment, "game_args": {**experiment["game_args"], "history": 3, "keep_recipe": True,
+                                          "show_state": True, "history_view": "short"}}
+    windowed = run_online(online_config(work, "ppo-window", model, window, ppo={**old, "kl_coef": 0.0},
+                                        rollout_logprobs=True, share_prefix=True, **common))
+    return {"before": before, "after": after, "window": windowed}
 
 
 # -- TRL's SFT and DPO ----------------------------------------------------------------------------------
@@ -199,7 +228,7 @@ def main(argv: list[str] | None = None) -> None:
         if part == "grpo":
             found = grpo_part(work, model, models_file, args.steps, args.games)
         elif part == "ppo":
-            found = ppo_part(work, model, models_file, args.steps, args.games)
+            found = ppo_part(work, model, models_file, args.steps, args.games, args.textworld_adapter)
         elif part in ("sft", "dpo"):
             found = trl_part(part, work, model, args.steps)
         else:
@@ -215,6 +244,8 @@ def main(argv: list[str] | None = None) -> None:
             show(part, variant, medians[variant])
         if "after" in medians:
             medians["ratios"] = ratios(part, medians["before"], medians["after"])
+        if "window" in medians:
+            medians["ratios_window"] = ratios(f"{part} (window)", medians["before"], medians["window"])
         results["parts"][part] = {"steps": found, "median": medians}
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2), encoding="utf-8")
