@@ -34,6 +34,8 @@ def load(path: Path = RESULTS) -> list[dict[str, Any]]:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     experiments = data["experiments"]
     for e in experiments:
+        if not isinstance(e.get("splits", {}), dict):
+            raise SystemExit(f"{path}: {e['name']}: splits must map stage labels to {{'low-high': deals}}")
         for s in e["stages"]:
             for key, triple in s.items():
                 if key != "label" and not (isinstance(triple, list) and len(triple) == 3):
@@ -97,6 +99,34 @@ def draw(e: dict[str, Any], out: Path) -> Path:
     return out
 
 
+def draw_splits(e: dict[str, Any], out: Path) -> Path:
+    """Deal or No Deal: the deals of each stage by how they split the points (lower side, higher
+    side), from the experiment's `splits` entry (stage label -> {"low-high": deals}), as grouped
+    bars: a capitulation is a split (0, x)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    splits: dict[str, dict[str, int]] = e["splits"]
+    keys = sorted({k for hist in splits.values() for k in hist}, key=lambda k: tuple(int(x) for x in k.split("-")))
+    fig, ax = plt.subplots(figsize=(max(6.4, 0.45 * len(keys) + 2), 3.6))
+    width = 0.8 / max(1, len(splits))
+    for i, (label, hist) in enumerate(splits.items()):
+        ax.bar([x + i * width for x in range(len(keys))], [hist.get(k, 0) for k in keys], width, label=label)
+    ax.set_xticks([x + width * (len(splits) - 1) / 2 for x in range(len(keys))],
+                  [f"({k.replace('-', ', ')})" for k in keys], rotation=45, fontsize=7)
+    ax.set_ylabel("deals", fontsize=9)
+    ax.set_xlabel("points of the lower side, of the higher side", fontsize=9)
+    ax.set_title(f"{e['title']}: how deals split the points (held out)", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+    return out
+
+
 def with_table(text: str, new: str, path: Path) -> str:
     """`text` with the table between the markers replaced by `new`."""
     if START not in text or END not in text:
@@ -127,6 +157,8 @@ def main(
         raise typer.Exit(1 if stale else 0)
     for e in experiments:
         typer.echo(f"wrote {draw(e, output / (e['name'] + '.png'))}")
+        if e.get("splits"):
+            typer.echo(f"wrote {draw_splits(e, output / (e['name'] + '-splits.png'))}")
     for path, link in TABLES.items():
         text = path.read_text(encoding="utf-8")
         path.write_text(with_table(text, table(experiments, link), path), encoding="utf-8")

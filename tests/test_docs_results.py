@@ -34,6 +34,8 @@ def test_every_experiment_has_its_page_and_curve():
     for e in figures.load():
         assert (ROOT / "docs" / e["page"].split("#")[0]).is_file(), e["page"]
         assert (figures.IMAGES / f"{e['name']}.png").is_file(), e["name"]
+        if e.get("splits"):
+            assert (figures.IMAGES / f"{e['name']}-splits.png").is_file(), e["name"]
         before = next(s for s in e["stages"] if s["label"] == e["before"])
         after = next(s for s in e["stages"] if s["label"] == e["after"])
         for stage in (before, after):
@@ -55,3 +57,10 @@ def test_a_table_is_replaced_only_between_its_markers(tmp_path):
     assert figures.with_table(text, "| new |\n", tmp_path) == f"intro\n{figures.START}| new |\n{figures.END}\nafter\n"
     with pytest.raises(SystemExit, match="markers"):
         figures.with_table("no markers", "| new |\n", tmp_path)
+
+
+def test_the_split_distribution_draws(tmp_path):
+    figures = _figures()
+    e = {"name": "d", "title": "Deal or No Deal", "splits": {"warm start": {"0-10": 3, "4-6": 1},
+                                                            "iteration 2": {"0-10": 50, "5-5": 2}}}
+    assert figures.draw_splits(e, tmp_path / "d-splits.png").stat().st_size > 1000
