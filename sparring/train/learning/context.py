@@ -16,10 +16,10 @@ import yaml
 
 from sparring.errors import SparringError
 
-# from the shipped scripted models file, as users get them: the deterministic debate judge
+# from the shipped scripted models file, as users get them: the deterministic debate judges
 # (sparring/games/debate/scripted_judge.py), the quoting debater of the debate warm start and the
 # Deal or No Deal partner GRPO trains against (sparring/games/negotiation/partner.py)
-SHIPPED_SCRIPTED = ("quote-judge", "evidence-judge", "debate-demonstrator", "fair-negotiator")
+SHIPPED_SCRIPTED = ("quote-judge", "evidence-judge", "proof-judge", "debate-demonstrator", "fair-negotiator")
 TEXTWORLD_GOLD = {"backend": "scripted", "args": {
     "record_requests": False, "mode": "callable", "function": "sparring.games.textworld_cooking.gold:gold_command"},
     "sampling": {"max_new_tokens": 16}}

@@ -1,0 +1,57 @@
+"""The debate experiments of the learning suite: both arms build valid loops from one pipeline
+(`debate-dpo` trains against the quote judge in self-play; `debate-dpo-evidence` against the
+evidence judge, the policy debating the base model), and the behaviour analysis reads what a
+speech does."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparring.train.learning import debate, debate_evidence
+from sparring.train.learning.context import Context, shipped_scripted
+from sparring.train.learning.debate_behaviour import speech_features
+
+
+@pytest.mark.parametrize("size", ["quick", "full"])
+def test_the_evidence_arm_trains_against_the_evidence_judge_and_holds_out_two_others(tmp_path, size):
+    ctx = Context(out=tmp_path, size=size, model="smollm2-135m", label="smollm2-135m")
+    arm = debate_evidence.ARM
+    cfg = debate._loop_config(ctx, arm.sizes[size], str(tmp_path / "warm"), arm)
+    assert cfg.name == "debate-dpo-evidence" and cfg.output_dir.endswith("debate-dpo-evidence")
+    play = cfg.selfplay
+    assert play["agents"]["judge"]["model"] == "evidence-judge"
+    held = {j.model for j in arm.judges.held_out}
+    assert held == {"quote-judge", "proof-judge"} and arm.judges.training not in held
+    assert {a["model"] for a in cfg.evaluation.heldout_judges.values()} == held
+    # the policy debates the greedy base model in both seats; only its own turns branch
+    assert play["tournament"]["matchups"] == [["policy", "opponent"], ["opponent", "policy"]]
+    assert play["agents"]["opponent"] == {"role": "debater", "model": "smollm2-135m",
+                                          "sampling": {"temperature": 0.0, "max_new_tokens": arm.sizes[size]["tokens"]}}
+    assert play["branch"]["target"] == "policy"
+    assert play["dataset"]["split"] == "train" and cfg.evaluation.dataset["split"] == "test"
+    assert cfg.train.dpo.loss_type == ["sigmoid"] and cfg.train.learning_rate == arm.train["learning_rate"]
+    assert cfg.warm_start is not None and cfg.warm_start.adapter == str(tmp_path / "warm")
+    # debate-dpo keeps its own loop: self-play judged by the quote judge, IPO
+    old = debate._loop_config(ctx, debate.SIZES[size], str(tmp_path / "warm"))
+    assert old.name == "debate-dpo" and old.selfplay["tournament"]["type"] == "self_play"
+    assert old.selfplay["agents"]["judge"]["model"] == "quote-judge" and old.train.dpo.loss_type == ["ipo"]
+
+
+def test_every_judge_of_both_arms_is_in_the_suites_models_file():
+    shipped = shipped_scripted()
+    for arm in (debate.DEBATE_DPO, debate_evidence.ARM):
+        for model in (arm.judges.training, *(j.model for j in arm.judges.held_out)):
+            assert model in shipped
+
+
+def test_speech_features_read_quotes_names_and_the_demonstrators_opening():
+    speech = ("The answer is a brewer. The story says: <quote>Osric earns a living as a brewer.</quote> "
+              "<quote>Osric earns a living as a brewer.</quote> <invalid_quote>Corwin is no teacher</invalid_quote>")
+    f = speech_features(speech, "a brewer", "a schoolteacher")
+    assert f["valid_quotes"] == 2 and f["invalid_quotes"] == 1 and f["repeated_quote"] == 1
+    assert f["names_own"] == 1 and f["names_other"] == 0 and f["opening"] == 1
+    assert f["own_in_quote"] == 1 and f["other_in_quote"] == 0
+    assert f["quoted_words"] == 7 + 7 + 4 and f["words"] == len(speech.split())
+    plain = speech_features("My opponent says schoolteacher, but no.", "a brewer", "a schoolteacher")
+    assert plain["names_own"] == 0 and plain["names_other"] == 1 and plain["valid_quotes"] == 0
+    assert plain["opening"] == 0 and plain["repeated_quote"] == 0
