@@ -28,6 +28,13 @@ def textarena() -> Any:
 def make(env_id: str, **kwargs: Any) -> Any:
     """A new environment; `kwargs` go to its constructor over the ones its id registers."""
     ta = textarena()
+    from sparring.games.textarena.variants import VARIANTS, make_variant
+
+    if env_id in VARIANTS:
+        try:
+            return make_variant(env_id, **kwargs)
+        except TypeError as e:
+            raise SparringError(f"TextArena environment {env_id!r} does not take {sorted(kwargs)}: {e}") from None
     if env_id not in env_ids():
         known = [e for e in env_ids() if e.split("-")[0].lower() == env_id.split("-")[0].lower()][:5]
         hint = f" (did you mean {', '.join(known)}?)" if known else " (`sparring textarena list` shows them)"
@@ -54,7 +61,9 @@ def env_ids() -> list[str]:
     textarena()
     from textarena.envs.registration import ENV_REGISTRY
 
-    return sorted(ENV_REGISTRY)
+    from sparring.games.textarena.variants import VARIANTS
+
+    return sorted([*ENV_REGISTRY, *VARIANTS])
 
 
 def _why(e: BaseException) -> str:

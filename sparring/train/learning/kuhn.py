@@ -1,9 +1,11 @@
 """Experiment: Kuhn Poker (TextArena), RL against a fixed opponent vs self-play, with and without a
 baseline per role (SPIRAL's question, on the bundled model).
 
-One hand a game (`KuhnPoker-v0` with `max_rounds: 1`), each player's reward the chips it won in the
-hand (`reward: chips`; TextArena's pot holds only the antes, so a hand pays +1 or -1 and a bet
-matters only through the folds it draws). The bundled model rarely writes a move in TextArena's
+One hand a game of Kuhn Poker as the game is defined (`KuhnPokerBets-v0`: TextArena's Kuhn Poker
+with bets and calls paid into the pot; TextArena's own `KuhnPoker-v0` pot holds only the antes, so
+there every hand pays +-1, a player that never folds cannot be beaten and there is nothing to learn
+against a fixed rule), `max_rounds: 1`, each player's reward the chips it won in the hand (`reward:
+chips`: +-1, or +-2 for a called bet). The bundled model rarely writes a move in TextArena's
 format, so first a warm start: SFT on a random legal player's moves in games against itself
 (training seeds of their own). Then three arms from that start, each GRPO on sparring's trainer with
 the same games per step, learning rate and steps:
@@ -29,7 +31,7 @@ from sparring.train.learning.context import Context, Played
 from sparring.train.learning.registry import experiment
 from sparring.train.learning.results import Experiment, Stage, mean, paired, rate
 
-ENV = "KuhnPoker-v0"
+ENV = "KuhnPokerBets-v0"
 GAME = {"env_id": ENV, "env_kwargs": {"max_rounds": 1}, "reward": "chips"}
 SIZES: dict[str, dict[str, Any]] = {
     "quick": {"demos": 4, "demo_steps": 1, "train": 8, "heldout": 2, "steps": 1, "generations": 2, "prompts": 1,

@@ -251,3 +251,23 @@ def test_a_forfeit_by_invalid_moves_loses_every_hand():
         mumbler = next(p for p, s in r.seats.items() if s.agent == "a")
         other = next(p for p in r.seats if p != mumbler)
         assert r.outcome.metrics["forfeit"] and r.outcome.rewards == {mumbler: -1.0, other: 1.0}
+
+
+def test_kuhn_poker_with_bets_pays_a_called_bet_at_two():
+    """sparring's KuhnPokerBets-v0: TextArena's Kuhn Poker (its dealing, turns, observations, format)
+    with bets and calls paid into the pot, as the game is defined; TextArena's own pot is the antes."""
+    cfg = config("KuhnPokerBets-v0", "textarena-kuhn-rule", "textarena-random", n=24)
+    cfg["game_args"] = {"env_id": "KuhnPokerBets-v0", "env_kwargs": {"max_rounds": 1}, "reward": "chips"}
+    seen = set()
+    with Arena.from_config(cfg) as arena:
+        records = arena.play(arena.jobs())
+    for r in records:
+        assert r.status == "complete" and sum(r.outcome.rewards.values()) == 0
+        moves = [c.completions[0].text for c in r.calls]
+        stake = 2.0 if "[call]" in moves else 1.0  # a called bet is won or lost at 2, anything else at 1
+        assert set(map(abs, r.outcome.rewards.values())) == {stake}, (moves, r.outcome.rewards)
+        seen.add(stake)
+    assert seen == {1.0, 2.0}
+    from sparring.games.textarena.envs import env_ids
+
+    assert "KuhnPokerBets-v0" in env_ids()
