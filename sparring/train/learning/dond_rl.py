@@ -51,7 +51,8 @@ def arm_config(ctx: Context, size: dict[str, Any], start: str) -> dict[str, Any]
     return {"algorithm": "grpo", "trainer": "sparring", "model": ctx.model, "adapter": start,
             "learner_agent": "learner", "experiment": experiment, "seats": [0, 1],
             "num_generations": size["generations"], "prompts_per_step": size["prompts"], "max_steps": size["steps"],
-            "learning_rate": LEARNING_RATE, "beta": 0.0, "format_penalty": 0.1, "save_steps": 5, "seed": 0,
+            "learning_rate": LEARNING_RATE, "beta": 0.0, "format_penalty": 0.1, "train_rejected": True,
+            "save_steps": 5, "seed": 0,
             "lr_scheduler_type": "constant"}
 
 
@@ -93,6 +94,7 @@ def run(ctx: Context) -> Experiment:
                             info={"curves": result.curves(), "cost": result.cost()}))
     exp.paired["points vs fair-negotiator grpo - start"] = paired(start_per, per)
     exp.notes.append(f"GRPO: {size['steps']} steps of {size['generations'] * size['prompts']} games against {FAIR}, "
-                     f"the learner in both seats, lr {LEARNING_RATE}, beta 0, reward = own points - 0.1 a refused reply")
+                     f"the learner in both seats, lr {LEARNING_RATE}, beta 0, reward = own points - 0.1 a refused reply, "
+                     "refused replies trained")
     exp.wall_s = time.perf_counter() - begin
     return exp
