@@ -15,7 +15,7 @@ def bench_learning(
     output: Path = typer.Option(..., "--output", "-o", help="Output directory: learning.json, learning.md, "
                                 "curves/*.png, models.yaml with every trained adapter as MODEL@STAGE."),
     only: str | None = typer.Option(None, "--only", help="Comma-separated experiments (default: all): "
-                                    "textworld-sft, textworld-sft-data, textworld-rl, dond-selfplay, dond-selfplay-mutual, dond-rl, debate-dpo, "
+                                    "textworld-sft, textworld-sft-data, textworld-rl, textworld-easy-rl, dond-selfplay, dond-selfplay-mutual, dond-rl, debate-dpo, "
                                     "debate-dpo-evidence, grpo, "
                                     "textarena-tictactoe, textarena-tictactoe-rl, textarena-kuhn, transfer."),
     dond_data: str | None = typer.Option(None, "--dond-data", help="The Deal or No Deal human dialogues (data.txt "

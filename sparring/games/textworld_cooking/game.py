@@ -6,7 +6,10 @@ command, the room and its inventory (`show_state`) and the valid commands (`show
 and replies with one command. A command that is not valid here costs a step, changes nothing and
 is counted (`invalid_rate`); the episode ends on success, on failure (e.g. the meal was spoiled),
 or after `max_steps` commands. Reward = the simulator's normalised score in [0, 1]; each command
-also reports its step reward, the score's change (`Feedback.reward`), which add up to it.
+also reports its step reward, the score's change (`Feedback.reward`), which add up to it. With
+`failure_penalty` a game lost by spoiling the meal (e.g. an ingredient cooked with the wrong
+appliance) is rewarded its score minus the penalty, charged to the command that lost it; the
+`score` metric stays the simulator's.
 
 The simulator's gold path is never shown to the player: while the episode is still on it, the
 next gold command goes to the player's model requests as the private label `gold_action`
@@ -76,6 +79,9 @@ class CookingConfig(Strict):
         "only; the room, inventory and valid commands only in the latest) or full (each as the player saw "
         "it: the history only grows, so an episode's last conversation holds exactly what the player saw "
         "at every turn, and a prefix cache reuses every earlier turn)")
+    failure_penalty: float = Field(0.0, ge=0.0, description="subtracted from the reward (not the score) of a game "
+                                   "lost by spoiling the meal, at the command that lost it: RL then ranks a spoiled "
+                                   "meal below an unfinished game, which scores about the same")
 
 
 def skip_stale_gold(state: CookingState) -> None:
@@ -266,7 +272,8 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
             state.over = True
             state.end = "success" if state.success else "failure" if state.failure else "max_steps"
             state.lease.release()
-        return Feedback(reward=state.score - before)  # the step's share of the score: they add up to it
+        penalty = self.config.failure_penalty if state.failure else 0.0
+        return Feedback(reward=state.score - before - penalty)  # the step's share of the reward: they add up to it
 
     def _event(self, state: CookingState, player: str, tag: str, content: str, **meta: Any) -> None:
         state.events.append(new(Event, index=len(state.events), player=player, tag=tag, content=content,
@@ -280,7 +287,8 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
                    "invalid_rate": state.n_invalid / n if n else 0.0, "gold_steps": len(state.gold),
                    "followed_gold": state.on_gold and n > 0, "end": state.end or "unfinished",
                    "fold": state.instance.fold}
-        return Outcome(rewards={PLAYER: state.score}, metrics=metrics, reason=state.end)
+        penalty = self.config.failure_penalty if state.failure else 0.0
+        return Outcome(rewards={PLAYER: state.score - penalty}, metrics=metrics, reason=state.end)
 
     def events(self, state: CookingState) -> list[Event]:
         return list(state.events)

@@ -18,7 +18,7 @@ from sparring.train.learning.context import Context
 from sparring.train.learning.registry import EXPERIMENTS
 from sparring.train.learning.results import Experiment
 
-ORDER = ("textworld-sft", "textworld-sft-data", "textworld-rl", "dond-selfplay", "dond-selfplay-mutual", "dond-rl", "debate-dpo",
+ORDER = ("textworld-sft", "textworld-sft-data", "textworld-rl", "textworld-easy-rl", "dond-selfplay", "dond-selfplay-mutual", "dond-rl", "debate-dpo",
          "debate-dpo-evidence", "grpo",
          "textarena-tictactoe", "textarena-tictactoe-rl", "textarena-kuhn", "transfer")
 
@@ -27,7 +27,7 @@ def _register_all() -> None:
     """Import the experiment modules (each registers itself with `@experiment`)."""
     import importlib
 
-    for module in ("textworld", "textworld_rl", "dond", "dond_rl", "debate", "debate_evidence", "grpo", "textarena",
+    for module in ("textworld", "textworld_rl", "textworld_easy", "dond", "dond_rl", "debate", "debate_evidence", "grpo", "textarena",
                    "tictactoe_rl", "kuhn", "transfer"):
         importlib.import_module(f"sparring.train.learning.{module}")
 

@@ -83,18 +83,22 @@ def _experiment(ctx: Context, size: dict[str, Any], split: str, n: int, temperat
             "run": {"seed": 0, "max_live": size.get("max_live", 8)}}
 
 
-def _online(ctx: Context, size: dict[str, Any], start: str, algorithm: str) -> tuple[str, float, list[str]]:
-    """One online arm through `run_grpo` from the start adapter: (its adapter, seconds, training ids)."""
+def _online(ctx: Context, size: dict[str, Any], start: str, algorithm: str, name: str | None = None,
+            settings: dict[str, Any] | None = None) -> tuple[str, float, list[str]]:
+    """One online arm through `run_grpo` from the start adapter: (its adapter, seconds, training ids).
+    `name`: the run's name and folder (OUT/online/NAME, default `textworld-ALGORITHM`); `settings`:
+    online-config keys that replace this experiment's defaults (e.g. `trainer`, `learning_rate`)."""
     from sparring.engine.play import Arena
     from sparring.models.scripted import ScriptedModel
     from sparring.train.online.grpo.trainer import load_grpo, run_grpo
 
     steps = size["ppo_steps" if algorithm == "ppo" else "grpo_steps"]
+    name = name or f"textworld-{algorithm}"
     data: dict[str, Any] = {
-        "name": f"textworld-{algorithm}", "algorithm": algorithm, "model": ctx.model, "adapter": start,
+        "name": name, "algorithm": algorithm, "model": ctx.model, "adapter": start,
         "learner_agent": "cook", "experiment": _experiment(ctx, size, "train", size["rl_games"], 1.0),
         "max_steps": steps, "learning_rate": 2e-5 if algorithm == "grpo" else 1e-5, "save_steps": 4,
-        "output_dir": str(ctx.out / "online" / f"textworld-{algorithm}"), "seed": 0,
+        "output_dir": str(ctx.out / "online" / name), "seed": 0,
         "sequences_per_episode": 1, "gradient_checkpointing": False}
     if algorithm == "ppo":
         data.update(num_generations=1, prompts_per_step=size["episodes"],
@@ -104,7 +108,8 @@ def _online(ctx: Context, size: dict[str, Any], start: str, algorithm: str) -> t
         # went past 24 GB (killed by the OOM killer); PPO's minibatches of 2 games do not need it
         data.update(num_generations=4, prompts_per_step=max(1, size["episodes"] // 4), beta=0.0,
                     gradient_checkpointing=True)
-    path = ctx.out / "configs" / f"textworld-{algorithm}.yaml"
+    data.update(settings or {})
+    path = ctx.out / "configs" / f"{name}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     config, file = load_grpo(str(path))
@@ -113,7 +118,7 @@ def _online(ctx: Context, size: dict[str, Any], start: str, algorithm: str) -> t
     seconds = time.perf_counter() - t
     with Arena.from_config({"name": "ids", **config.experiment}, models={"learner": ScriptedModel("learner")}) as a:
         ids = sorted(a.instances)
-    return str(ctx.out / "online" / f"textworld-{algorithm}" / "adapter"), seconds, ids
+    return str(ctx.out / "online" / name / "adapter"), seconds, ids
 
 
 def _expert_iteration(ctx: Context, size: dict[str, Any], start: str, start_alias: str) -> tuple[Any, float, Played]:

@@ -117,3 +117,21 @@ def test_without_show_state_an_observation_is_the_simulators_answer_only(tw_game
     state = shown.reset(tw_instances[0], seats_for(shown), random.Random(0))
     shown.act(state, "player", Action(text=state.gold[0]))
     assert "Inventory:" in shown.observation(state, "player")[-1].content
+
+
+def test_failure_penalty_lowers_the_reward_of_a_spoiled_meal_not_its_score(tw_game, tw_instances):
+    """Cooking an ingredient with an appliance the recipe does not ask for loses the game: with
+    `failure_penalty` its reward is the score minus the penalty, charged to that command."""
+    game = TextWorldCookingGame(CookingConfig(failure_penalty=0.5))
+    game._pools = tw_game._pools
+    inst = next(i for i in tw_instances if any(g.startswith("cook ") for g in _play_gold(tw_game, i).gold))
+    state = game.reset(inst, seats_for(game), random.Random(0))
+    cook = next(g for g in state.gold if g.startswith("cook "))
+    step_rewards = [game.act(state, "player", Action(text=g)).reward for g in state.gold[:state.gold.index(cook)]]
+    item = cook.split(" in ")[0]
+    wrong = next(a for a in state.info["validActions"] if a.startswith(item + " in ") and a != cook)
+    step_rewards.append(game.act(state, "player", Action(text=wrong)).reward)
+    out = game.outcome(state)
+    assert game.is_over(state) and out.metrics["failure"] and not out.metrics["success"]
+    assert out.rewards["player"] == pytest.approx(out.metrics["score"] - 0.5)
+    assert sum(step_rewards) == pytest.approx(out.rewards["player"]) and step_rewards[-1] < 0

@@ -1,0 +1,63 @@
+"""The textworld-easy-rl experiment's parts that need no model: what a policy did in its games (from
+the records), the RL curves read back from the online trainer's step log and drawn, and the
+training games' settings (the failure penalty on training games only, sparring's trainer)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+from sparring.train.learning import textworld_easy as te
+from sparring.train.learning.context import Context
+
+RECIPE = ("Gather all following ingredients and follow the directions to prepare this tasty meal.\n\n"
+          "Ingredients:\n  red apple\n\nDirections:\n  slice the red apple\n  roast the red apple\n  prepare meal\n")
+
+
+def _game(commands: list[tuple[str, bool]], end: str) -> SimpleNamespace:
+    events = [SimpleNamespace(tag="command", content="read cookbook", meta={"valid": True}),
+              SimpleNamespace(tag="observation", content=RECIPE, meta={})]
+    events += [SimpleNamespace(tag="command", content=c, meta={"valid": ok}) for c, ok in commands]
+    return SimpleNamespace(events=events, outcome=SimpleNamespace(metrics={"success": end == "success", "end": end}))
+
+
+def test_behaviour_counts_endings_commands_cooking_and_the_wrong_appliance():
+    games = [_game([("take red apple", True), ("slice red apple", True), ("cook red apple in oven", True),
+                    ("prepare meal", True), ("eat meal", True)], "success"),
+             _game([("take red apple", True), ("cook red apple in stove", True)], "failure"),
+             _game([("take knife", False), ("take knife", False), ("eat meal", False)], "max_steps")]
+    b = te.behaviour(games)
+    assert b["ends"] == {"success": 1, "failure": 1, "max_steps": 1} and b["games"] == 3
+    assert b["games_that_cooked"] == 2 and b["lost_to_wrong_appliance"] == 1
+    assert b["valid_commands"]["cook"] == 2 and b["valid_commands"]["read"] == 3
+    assert b["invalid_commands"] == {"take": 2, "eat": 1}
+
+
+def test_curves_are_read_from_the_step_log_and_drawn(tmp_path: Path):
+    run = tmp_path / "online"
+    run.mkdir()
+    points = [{"step": 1, "reward": 0.2, "kl": None, "entropy": 0.4, "pg_loss": 0.1, "game/success": 0.1},
+              {"step": 2, "reward": 0.4, "kl": 0.05, "entropy": 0.5, "pg_loss": 0.0, "game/success": 0.3}]
+    (run / "grpo.jsonl").write_text("".join(json.dumps(p) + "\n" for p in points), encoding="utf-8")
+    c = te.curves(run)
+    assert c["step"] == [1, 2] and c["reward"] == [0.2, 0.4] and c["kl"] == [None, 0.05]
+    assert c["vf_loss"] == [None, None]  # GRPO has no value head: the panel says so
+    png = te.plot_training({"grpo": c}, tmp_path / "curves" / "training.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_failure_penalty_is_on_the_training_games_only(tmp_path: Path):
+    from sparring.train.learning.textworld import _config
+
+    ctx = Context(out=tmp_path, size="full", model="smollm2-135m", label="smollm2-135m")
+    size = te.SIZES["full"]
+    _, _, extra = te.ARMS[0]
+    settings = te._settings(ctx, size, extra)
+    games = settings["experiment"]
+    assert games["dataset"]["split"] == "train" and games["game_args"]["failure_penalty"] == size["failure_penalty"] > 0
+    assert games["dataset"]["args"]["params"] == te.WORLD
+    assert games["agents"]["cook"]["sampling"]["temperature"] == 1.0  # rollout log-probs are exact at T=1
+    assert settings["trainer"] == "sparring" and settings["learning_rate"] == size["lr"]
+    heldout = _config("x", "dev", size["heldout"], size, {"temperature": 0.0})
+    assert "failure_penalty" not in heldout["game_args"] and heldout["dataset"]["split"] == "dev"
