@@ -28,7 +28,7 @@ from sparring.train.learning.registry import experiment
 from sparring.train.learning.results import Experiment, Stage, paired
 
 SIZES: dict[str, dict[str, Any]] = {
-    "quick": {"warm": 4, "games": 4, "heldout": 2, "partner_heldout": 1, "iterations": 2, "tokens": 16,
+    "quick": {"warm": 4, "games": 4, "heldout": 2, "partner_heldout": 1, "iterations": 2, "tokens": 16, "max_errors": 2,
               "max_turns": 4, "max_steps": 1, "keep": "all", "aborted": True},  # a tiny random model aborts every game
     # full: 256 human dialogues give ~1,630 per-turn rows, one epoch of which is 408 steps of batch 4
     # (~50 s a step here under load: hours), so every SFT stage (warm start, each iteration) is capped

@@ -23,7 +23,10 @@ FAIR = "fair-negotiator"  # the shipped scripted partner (sparring/games/negotia
 
 
 def game_args(size: dict[str, Any]) -> dict[str, Any]:
-    return {**GAME, "max_turns": size["max_turns"], "propose_after": size["max_turns"] // 2}
+    """The game's arguments at this size (`max_errors`: the quick size's tiny random model writes
+    nothing valid, so its games abort after fewer retries)."""
+    return {**GAME, "max_turns": size["max_turns"], "propose_after": size["max_turns"] // 2,
+            **({"max_errors": size["max_errors"]} if "max_errors" in size else {})}
 
 
 def dataset(split: str, n: int) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from sparring.train.learning.registry import experiment
 from sparring.train.learning.results import Experiment, Stage, paired
 
 SIZES: dict[str, dict[str, Any]] = {
-    "quick": {"train": 4, "heldout": 2, "partner_heldout": 1, "steps": 1, "generations": 2, "prompts": 1,
+    "quick": {"train": 4, "heldout": 2, "partner_heldout": 1, "steps": 1, "generations": 2, "prompts": 1, "max_errors": 2,
               "tokens": 16, "max_turns": 4},
     # full: 25 steps of 8 games (4 of a scenario and seat, 2 scenarios); 64 held-out scenarios x 2 seats
     # against each partner
