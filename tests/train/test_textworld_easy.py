@@ -35,12 +35,15 @@ def test_behaviour_counts_endings_commands_cooking_and_the_wrong_appliance():
 
 
 def test_curves_are_read_from_the_step_log_and_drawn(tmp_path: Path):
+    from sparring.train.online.steplog import read_step_log
+
     run = tmp_path / "online"
     run.mkdir()
-    points = [{"step": 1, "reward": 0.2, "kl": None, "entropy": 0.4, "pg_loss": 0.1, "game/success": 0.1},
+    points = [{"step": 1, "reward": 0.9, "kl": None, "entropy": 0.4, "pg_loss": 0.1, "game/success": 0.1},
+              {"step": 1, "reward": 0.2, "kl": None, "entropy": 0.4, "pg_loss": 0.1, "game/success": 0.1},
               {"step": 2, "reward": 0.4, "kl": 0.05, "entropy": 0.5, "pg_loss": 0.0, "game/success": 0.3}]
     (run / "grpo.jsonl").write_text("".join(json.dumps(p) + "\n" for p in points), encoding="utf-8")
-    c = te.curves(run)
+    c = te.curves(read_step_log(run / "grpo.jsonl"))  # what the arm runner reads: a replayed step once
     assert c["step"] == [1, 2] and c["reward"] == [0.2, 0.4] and c["kl"] == [None, 0.05]
     assert c["vf_loss"] == [None, None]  # GRPO has no value head: the panel says so
     png = te.plot_training({"grpo": c}, tmp_path / "curves" / "training.png")

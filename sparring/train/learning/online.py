@@ -44,6 +44,7 @@ def train(ctx: Context, name: str, data: dict[str, Any]) -> Arm:
     from sparring.engine.play import Arena
     from sparring.models.scripted import ScriptedModel
     from sparring.train.online.grpo.trainer import load_grpo, run_grpo
+    from sparring.train.online.steplog import read_step_log
     from sparring.train.online.trainer.opponents import league_agents
     from sparring.train.online.trainer.run import log_name
 
@@ -61,8 +62,11 @@ def train(ctx: Context, name: str, data: dict[str, Any]) -> Arm:
     experiment = league_agents(config.experiment, config.learner_agent, config.opponents)
     with Arena.from_config({"name": "ids", **experiment}, models={"learner": ScriptedModel("learner")}) as arena:
         ids = sorted(arena.instances)
-    log = out / (log_name(config) if config.engine == "sparring" else "rewards.jsonl")
-    steps = [json.loads(x) for x in log.read_text(encoding="utf-8").splitlines() if x.strip()] if log.is_file() else []
+    if config.engine == "sparring":  # one entry per step, a resumed run's replayed steps once
+        steps = read_step_log(out / log_name(config))
+    else:
+        log = out / "rewards.jsonl"
+        steps = [json.loads(x) for x in log.read_text(encoding="utf-8").splitlines() if x.strip()] if log.is_file() else []
     return Arm(str(out / "adapter"), seconds, ids, steps)
 
 

@@ -88,12 +88,9 @@ def _measure(ctx: Context, alias: str, run: str, size: dict[str, Any]) -> tuple[
     return m, success, scores, played
 
 
-def curves(out: Path) -> dict[str, list[Any]]:
-    """The online run's per-step log (OUT/ppo.jsonl or OUT/grpo.jsonl) as one list per key."""
-    from sparring.train.online.steplog import read_step_log
-
-    points = read_step_log(out / "ppo.jsonl") or read_step_log(out / "grpo.jsonl")
-    return {k: [p.get(k) for p in points] for k in ("step", *CURVE_KEYS)}
+def curves(steps: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """The online run's per-step log (`Arm.steps`) as one list per key of `CURVE_KEYS`."""
+    return {k: [p.get(k) for p in steps] for k in ("step", *CURVE_KEYS)}
 
 
 def plot_training(per_arm: dict[str, dict[str, list[Any]]], path: Path) -> Path:
@@ -157,17 +154,18 @@ def run(ctx: Context) -> Experiment:
     for arm, algorithm, extra in ARMS:
         name = f"{NAME}-{arm}"
         rl_size = {**size, "max_live": size["episodes"]}  # a step's games all in flight
-        adapter, seconds, ids = _online(ctx, rl_size, start, algorithm, name, _settings(ctx, rl_size, extra))
-        exp.training_ids = sorted(set(exp.training_ids) | set(ids))
+        trained = _online(ctx, rl_size, start, algorithm, name, _settings(ctx, rl_size, extra))
+        exp.training_ids = sorted(set(exp.training_ids) | set(trained.training_ids))
         exp.__post_init__()  # the arm's training games are disjoint from the held-out ones (checked)
-        per_arm[arm] = curves(ctx.out / "online" / name)
-        m, success, scores, played = _measure(ctx, ctx.register(name, adapter), name, size)
+        per_arm[arm] = curves(trained.steps)
+        m, success, scores, played = _measure(ctx, ctx.register(name, trained.adapter), name, size)
         steps = size["ppo_steps" if algorithm == "ppo" else "grpo_steps"]
-        exp.stages.append(Stage(arm, steps, m, {"train": seconds, **played.walls("heldout")},
+        exp.stages.append(Stage(arm, steps, m, {"train": trained.seconds, **played.walls("heldout")},
                                 info={"algorithm": algorithm, "settings": {k: v for k, v in _settings(ctx, rl_size, extra).items()
                                                                         if k != "experiment"},
                                       "episodes_per_step": size["generations"] * size["prompts"],
-                                      "curves": per_arm[arm], "behaviour": behaviour(played.records)}))
+                                      "curves": per_arm[arm], "cost": trained.cost(),
+                                      "behaviour": behaviour(played.records)}))
         exp.paired[f"success {arm} - start"] = paired(start_success, success)
         exp.paired[f"score {arm} - start"] = paired(start_scores, scores)
         ctx.progress(exp)

@@ -26,9 +26,8 @@ import re
 import time
 from typing import Any
 
-import yaml
-
 from sparring.train.learning.context import Context, Played
+from sparring.train.learning.online import Arm, train
 from sparring.train.learning.registry import experiment
 from sparring.train.learning.results import Experiment, Stage, paired, rate
 from sparring.train.learning.textworld import GAME_ARGS, _gold_rows, _sft, evaluate
@@ -84,21 +83,16 @@ def _experiment(ctx: Context, size: dict[str, Any], split: str, n: int, temperat
 
 
 def _online(ctx: Context, size: dict[str, Any], start: str, algorithm: str, name: str | None = None,
-            settings: dict[str, Any] | None = None) -> tuple[str, float, list[str]]:
-    """One online arm through `run_grpo` from the start adapter: (its adapter, seconds, training ids).
-    `name`: the run's name and folder (OUT/online/NAME, default `textworld-ALGORITHM`); `settings`:
-    online-config keys that replace this experiment's defaults (e.g. `trainer`, `learning_rate`)."""
-    from sparring.engine.play import Arena
-    from sparring.models.scripted import ScriptedModel
-    from sparring.train.online.grpo.trainer import load_grpo, run_grpo
-
+            settings: dict[str, Any] | None = None) -> Arm:
+    """One online arm through the suite's arm runner (`online.train`: config written, resumed, or
+    kept when an identical run finished) from the start adapter. `name`: the run's name and folder
+    (OUT/online/NAME, default `textworld-ALGORITHM`); `settings`: online-config keys that replace
+    this experiment's defaults (e.g. `trainer`, `learning_rate`)."""
     steps = size["ppo_steps" if algorithm == "ppo" else "grpo_steps"]
-    name = name or f"textworld-{algorithm}"
     data: dict[str, Any] = {
-        "name": name, "algorithm": algorithm, "model": ctx.model, "adapter": start,
+        "algorithm": algorithm, "model": ctx.model, "adapter": start,
         "learner_agent": "cook", "experiment": _experiment(ctx, size, "train", size["rl_games"], 1.0),
-        "max_steps": steps, "learning_rate": 2e-5 if algorithm == "grpo" else 1e-5, "save_steps": 4,
-        "output_dir": str(ctx.out / "online" / name), "seed": 0,
+        "max_steps": steps, "learning_rate": 2e-5 if algorithm == "grpo" else 1e-5, "save_steps": 4, "seed": 0,
         "sequences_per_episode": 1, "gradient_checkpointing": False}
     if algorithm == "ppo":
         data.update(num_generations=1, prompts_per_step=size["episodes"],
@@ -109,16 +103,7 @@ def _online(ctx: Context, size: dict[str, Any], start: str, algorithm: str, name
         data.update(num_generations=4, prompts_per_step=max(1, size["episodes"] // 4), beta=0.0,
                     gradient_checkpointing=True)
     data.update(settings or {})
-    path = ctx.out / "configs" / f"{name}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    config, file = load_grpo(str(path))
-    t = time.perf_counter()
-    run_grpo(config, file)
-    seconds = time.perf_counter() - t
-    with Arena.from_config({"name": "ids", **config.experiment}, models={"learner": ScriptedModel("learner")}) as a:
-        ids = sorted(a.instances)
-    return str(ctx.out / "online" / name / "adapter"), seconds, ids
+    return train(ctx, name or f"textworld-{algorithm}", data)
 
 
 def _expert_iteration(ctx: Context, size: dict[str, Any], start: str, start_alias: str) -> tuple[Any, float, Played]:
@@ -173,11 +158,12 @@ def run(ctx: Context) -> Experiment:
     exp.stages.append(Stage("sft-start", 0, m, {"train": sft_s, **start_played.walls("heldout")}, info=sft_info))
     ctx.progress(exp)
     for algorithm in ("ppo", "grpo"):
-        adapter, seconds, ids = _online(ctx, size, start, algorithm)
-        exp.training_ids = sorted(set(exp.training_ids) | set(ids))
+        arm = _online(ctx, size, start, algorithm)
+        exp.training_ids = sorted(set(exp.training_ids) | set(arm.training_ids))
         exp.__post_init__()  # the arm's training games are disjoint from the held-out ones (checked)
-        _stage(ctx, exp, algorithm, ctx.register(f"textworld-rl-{algorithm}", adapter), size, start_scores,
-               {"train": seconds}, {"steps": size[f"{algorithm}_steps"], "episodes_per_step": size["episodes"]})
+        _stage(ctx, exp, algorithm, ctx.register(f"textworld-rl-{algorithm}", arm.adapter), size, start_scores,
+               {"train": arm.seconds}, {"steps": size[f"{algorithm}_steps"], "episodes_per_step": size["episodes"],
+                                        "curves": arm.curves(), "cost": arm.cost()})
     result, seconds, played = _expert_iteration(ctx, size, start, start_alias)
     exp.training_ids = sorted(set(exp.training_ids) | {r.instance_id for r in played.records})
     exp.__post_init__()
