@@ -65,6 +65,13 @@ def _heldout(model: str, size: dict[str, Any]) -> dict[str, Any]:
             "run": {"seed": 0, "max_live": MAX_LIVE}}
 
 
+def _as_textarena_reads(text: str) -> str:
+    """The move as the game reads it: TextArena's action formatting wrapper puts a reply without
+    any bracket in brackets (`call` -> `[call]`) before Kuhn Poker looks for `[move]`."""
+    text = text.strip()
+    return text if "[" in text or "]" in text else f"[{text}]"
+
+
 def moves_by_card(records: list[Any], agent: str = "policy") -> dict[str, dict[str, int]]:
     """How often the agent checked, bet, called or folded (or wrote something else) with each card."""
     out: dict[str, dict[str, int]] = {}
@@ -74,7 +81,7 @@ def moves_by_card(records: list[Any], agent: str = "policy") -> dict[str, dict[s
             if call.player not in players or call.op != "generate" or not call.completions:
                 continue
             cards = _CARD.findall(call.messages[-1].content if call.messages else "")
-            found = _MOVE.search(call.completions[0].text or "")
+            found = _MOVE.search(_as_textarena_reads(call.completions[0].text or ""))
             move = found.group(1).lower() if found else "invalid"
             row = out.setdefault(cards[-1] if cards else "?", {})
             row[move] = row.get(move, 0) + 1
