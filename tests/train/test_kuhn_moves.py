@@ -21,3 +21,38 @@ def test_moves_are_read_per_card_as_textarena_reads_them():
         _call("Player 0", "K", "[Bet]"), _call("Player 0", "K", " call "), _call("Player 0", "J", "I fold"),
         _call("Player 0", "Q", "[check] then [bet]"), _call("Player 1", "Q", "[fold]")])
     assert moves_by_card([record]) == {"J": {"invalid": 1}, "K": {"bet": 1, "call": 1}, "Q": {"check": 1}}
+
+
+def test_information_sets_and_the_scored_strategy():
+    import math
+
+    from sparring.train.learning.kuhn import infoset, strategy
+    from sparring.types import Message
+
+    first = "[GAME] ### Starting round 1 out of 1 rounds. Your card is: 'J'\n[GAME] Your available actions are: '[check]', '[bet]'"
+    after = ("[GAME] ### Starting round 1 out of 1 rounds. Your card is: 'Q'\n[Player 1] [bet]\n"
+             "[GAME] Player 1, submitted move: '[bet]'.\n[GAME] Your available actions are: '[fold]', '[call]'")
+    assert infoset(first) == ("J, first to act", ["check", "bet"])
+    assert infoset(after) == ("Q, after bet", ["fold", "call"])
+    assert infoset("[GAME] Player 1 won the hand.") is None
+
+    class Scorer:  # log-probabilities of the options; the strategy normalises over the legal moves
+        def __init__(self):
+            self.requests = []
+
+        def score(self, requests):
+            self.requests += requests
+            return [[math.log(0.3), math.log(0.1)] if "'J'" in r.messages[-1].content else [math.log(0.2)] * 2
+                    for r in requests]
+
+    def call(player, text):
+        return SimpleNamespace(player=player, op="generate", messages=[Message(role="user", content=text)],
+                               completions=[SimpleNamespace(text="[bet]")])
+
+    seats = {"Player 0": SimpleNamespace(agent="policy"), "Player 1": SimpleNamespace(agent="opponent")}
+    records = [SimpleNamespace(seats=seats, calls=[call("Player 0", first), call("Player 1", after)]),
+               SimpleNamespace(seats=seats, calls=[call("Player 0", first), call("Player 0", after)])]
+    scorer = Scorer()
+    out = strategy(scorer, records)
+    assert out == {"J, first to act": {"check": 0.75, "bet": 0.25}, "Q, after bet": {"fold": 0.5, "call": 0.5}}
+    assert sorted(o for r in scorer.requests for o in r.options) == ["[bet]", "[call]", "[check]", "[fold]"]  # once each

@@ -50,6 +50,8 @@ ARMS = {"fixed": ({"mode": "fixed"}, "group"), "selfplay-rae": ({"mode": "self_p
         "selfplay": ({"mode": "self_play"}, "group")}
 _CARD = re.compile(r"Your card is: '([JQK])'")
 _MOVE = re.compile(r"\[(check|bet|call|fold)\]", re.IGNORECASE)
+_BEFORE = re.compile(r"^\[Player \d\] \[(check|bet)\]", re.IGNORECASE | re.MULTILINE)
+_LEGAL = re.compile(r"Your available actions are: (.*)$", re.MULTILINE)
 
 
 def _seeds(split: str, n: int, start: int = 0) -> dict[str, Any]:
@@ -86,6 +88,60 @@ def moves_by_card(records: list[Any], agent: str = "policy") -> dict[str, dict[s
             row = out.setdefault(cards[-1] if cards else "?", {})
             row[move] = row.get(move, 0) + 1
     return {card: dict(sorted(v.items())) for card, v in sorted(out.items())}
+
+
+def infoset(text: str) -> tuple[str, list[str]] | None:
+    """A decision's information set, `"Q, after bet"`, and its legal moves, from the observation
+    (the player's card and the moves of this hand before it); None when it is not a decision."""
+    hand = text[text.rfind("### Starting round"):]
+    cards, legal = _CARD.findall(hand), _LEGAL.findall(hand)
+    if not cards or not legal:
+        return None
+    before = [m.lower() for m in _BEFORE.findall(hand)]
+    return f"{cards[-1]}, {'after ' + ' '.join(before) if before else 'first to act'}", \
+        [m.lower() for m in re.findall(r"\[(\w+)\]", legal[-1])]
+
+
+def strategy(model: Any, records: list[Any], agent: str = "policy") -> dict[str, dict[str, float]]:
+    """The policy's strategy, scored rather than sampled: at every decision the agent met in
+    `records`, each legal move's probability among the legal ones (`model.score` of `[move]` after
+    the observation the agent saw), averaged per information set. Greedy play shows only each
+    decision's argmax; this shows how far a trained policy moved from its start."""
+    import math
+
+    from sparring.types import ScoreRequest
+
+    prompts: dict[str, dict[str, tuple[Any, list[str]]]] = {}
+    for r in records:
+        players = {p for p, s in r.seats.items() if s.agent == agent}
+        for call in r.calls:
+            if call.player not in players or call.op != "generate" or not call.messages:
+                continue
+            found = infoset(call.messages[-1].content)
+            if found:
+                key = "\n".join(m.content for m in call.messages)
+                prompts.setdefault(found[0], {})[key] = (call.messages, found[1])
+    out: dict[str, dict[str, float]] = {}
+    for name, seen in sorted(prompts.items()):
+        legal = next(iter(seen.values()))[1]
+        requests = [ScoreRequest(messages=messages, options=[f"[{m}]" for m in moves]) for messages, moves in seen.values()]
+        totals = dict.fromkeys(legal, 0.0)
+        for logps, (_, moves) in zip(model.score(requests), seen.values(), strict=True):
+            norm = max(logps) + math.log(sum(math.exp(x - max(logps)) for x in logps))
+            for move, lp in zip(moves, logps, strict=True):
+                totals[move] = totals.get(move, 0.0) + math.exp(lp - norm) / len(seen)
+        out[name] = {m: round(p, 4) for m, p in totals.items()}
+    return out
+
+
+def _strategy(ctx: Context, alias: str, records: list[Any]) -> dict[str, dict[str, float]]:
+    from sparring.models.registry import create_model, load_model_specs
+
+    model = create_model(alias, load_model_specs(ctx.models_file))
+    try:
+        return strategy(model, records)
+    finally:
+        model.close()
 
 
 def evaluate(ctx: Context, model: str, name: str, size: dict[str, Any]) -> tuple[dict, dict[str, float], Played]:
@@ -173,7 +229,8 @@ def run(ctx: Context) -> Experiment:
                          {r.instance_id for r in played.records}),
                      target="self-play with RAE above the start: paired payoff-per-hand interval above 0")
     exp.stages.append(Stage("start", 0, m, {"train": warm_s, **played.walls("heldout")},
-                            info={**warm_info, "moves_by_card": moves_by_card(played.records)}))
+                            info={**warm_info, "moves_by_card": moves_by_card(played.records),
+                                  "strategy": _strategy(ctx, start_alias, played.records)}))
     ctx.progress(exp)
     for k, arm in enumerate(ARMS, start=1):
         result = train(ctx, f"kuhn-{arm}", arm_config(ctx, size, warm, arm))
@@ -183,7 +240,8 @@ def run(ctx: Context) -> Experiment:
         m, per, played = evaluate(ctx, alias, f"kuhn-{arm}", size)
         exp.stages.append(Stage(arm, k, m, {"train": result.seconds, **played.walls("heldout")},
                                 info={"steps": size["steps"], "curves": result.curves(), "cost": result.cost(),
-                                      "moves_by_card": moves_by_card(played.records)}))
+                                      "moves_by_card": moves_by_card(played.records),
+                                      "strategy": _strategy(ctx, alias, played.records)}))
         exp.paired[f"payoff per hand {arm} - start"] = paired(start_per, per)
         ctx.progress(exp)
     exp.notes.append(f"start: SFT ({warm_info['steps']} steps) on {warm_info['rows']} moves of {TRAIN_OPPONENT} in "
