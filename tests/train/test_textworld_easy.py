@@ -46,7 +46,9 @@ def test_curves_are_read_from_the_step_log_and_drawn(tmp_path: Path):
     c = te.curves(read_step_log(run / "grpo.jsonl"))  # what the arm runner reads: a replayed step once
     assert c["step"] == [1, 2] and c["reward"] == [0.2, 0.4] and c["kl"] == [None, 0.05]
     assert c["vf_loss"] == [None, None]  # GRPO has no value head: the panel says so
-    png = te.plot_training({"grpo": c}, tmp_path / "curves" / "training.png")
+    from sparring.train.learning.report import plot_training
+
+    png = plot_training({"grpo": c}, tmp_path / "curves" / "training.png", te.TRAINING_PANELS)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

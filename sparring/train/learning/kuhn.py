@@ -29,6 +29,7 @@ from typing import Any
 
 from sparring.train.learning.context import Context, Played
 from sparring.train.learning.registry import experiment
+from sparring.train.learning.report import plot_training
 from sparring.train.learning.results import Experiment, Stage, mean, paired, rate
 
 ENV = "KuhnPokerBets-v0"
@@ -48,6 +49,10 @@ HELDOUT_OPPONENT = "textarena-kuhn-rule"
 DEMO_START = 200_000  # the demonstrations' training seeds, apart from the arms' (0..)
 ARMS = {"fixed": ({"mode": "fixed"}, "group"), "selfplay-rae": ({"mode": "self_play"}, "rae"),
         "selfplay": ({"mode": "self_play"}, "group")}
+# the per-step curves drawn for the page (OUT/curves/textarena-kuhn-training.png)
+TRAINING_PANELS = (("reward", "mean reward (chips, both seats)"), ("reward/Player 0", "reward, first to act"),
+                   ("reward/Player 1", "reward, second to act"), ("entropy", "entropy (nats/token)"),
+                   ("pg_loss", "policy loss"), ("zero_advantage_groups", "groups with no advantage"))
 _CARD = re.compile(r"Your card is: '([JQK])'")
 _MOVE = re.compile(r"\[(check|bet|call|fold)\]", re.IGNORECASE)
 _BEFORE = re.compile(r"^\[Player \d\] \[(check|bet)\]", re.IGNORECASE | re.MULTILINE)
@@ -232,6 +237,7 @@ def run(ctx: Context) -> Experiment:
                             info={**warm_info, "moves_by_card": moves_by_card(played.records),
                                   "strategy": _strategy(ctx, start_alias, played.records)}))
     ctx.progress(exp)
+    per_arm: dict[str, dict[str, list[Any]]] = {}
     for k, arm in enumerate(ARMS, start=1):
         result = train(ctx, f"kuhn-{arm}", arm_config(ctx, size, warm, arm))
         exp.training_ids = sorted(set(exp.training_ids) | set(result.training_ids))
@@ -243,7 +249,9 @@ def run(ctx: Context) -> Experiment:
                                       "moves_by_card": moves_by_card(played.records),
                                       "strategy": _strategy(ctx, alias, played.records)}))
         exp.paired[f"payoff per hand {arm} - start"] = paired(start_per, per)
+        per_arm[arm] = result.curves()
         ctx.progress(exp)
+    plot_training(per_arm, ctx.out / "curves" / "textarena-kuhn-training.png", TRAINING_PANELS)
     exp.notes.append(f"start: SFT ({warm_info['steps']} steps) on {warm_info['rows']} moves of {TRAIN_OPPONENT} in "
                      f"{warm_info['games']} hands against itself (training seeds {DEMO_START}..)")
     exp.notes.append(f"each arm: {size['steps']} GRPO steps of {size['generations'] * size['prompts']} games "

@@ -132,3 +132,35 @@ def plot_curve(e: Experiment, path: Path) -> Path:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def plot_training(per_arm: dict[str, dict[str, list[Any]]], path: Path, panels: tuple[tuple[str, str], ...]) -> Path:
+    """Online RL curves per step, one panel per (key, title) of `panels`, one line per arm
+    (`per_arm`: arm -> {"step": [...], key: [...]}, e.g. `Arm.curves()`); a key no arm logged says so."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cols = 3
+    rows = math.ceil(len(panels) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(11, 3 * rows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, (key, title) in zip(axes.flat, panels, strict=False):
+        for arm, c in per_arm.items():
+            steps = c.get("step") or list(range(1, len(next(iter(c.values()), [])) + 1))
+            pts = [(s, v) for s, v in zip(steps, c.get(key) or [], strict=False) if v is not None]
+            if pts:
+                ax.plot(*zip(*pts, strict=True), marker="o", markersize=3, label=arm)
+        ax.set_title(title)
+        ax.set_xlabel("step")
+        if ax.has_data():
+            ax.legend()
+        else:
+            ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

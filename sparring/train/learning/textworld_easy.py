@@ -22,11 +22,11 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 from sparring.train.learning.context import Context, Played
 from sparring.train.learning.registry import experiment
+from sparring.train.learning.report import plot_training
 from sparring.train.learning.results import Experiment, Stage, paired, rate
 from sparring.train.learning.textworld import SIZES as SFT_SIZES
 from sparring.train.learning.textworld import _gold_rows, _sft, evaluate
@@ -93,32 +93,8 @@ def curves(steps: list[dict[str, Any]]) -> dict[str, list[Any]]:
     return {k: [p.get(k) for p in steps] for k in ("step", *CURVE_KEYS)}
 
 
-def plot_training(per_arm: dict[str, dict[str, list[Any]]], path: Path) -> Path:
-    """Reward, KL to the start, entropy and the losses per step, one line per arm."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    panels = (("reward", "mean reward (score)"), ("game/success", "training games won"), ("kl", "KL to the start"),
-              ("entropy", "entropy (nats/token)"), ("pg_loss", "policy loss"), ("vf_loss", "value loss"))
-    fig, axes = plt.subplots(2, 3, figsize=(11, 6))
-    for ax, (key, title) in zip(axes.flat, panels, strict=True):
-        for arm, c in per_arm.items():
-            pts = [(s, v) for s, v in zip(c["step"], c[key], strict=True) if v is not None]
-            if pts:
-                ax.plot(*zip(*pts, strict=True), marker="o", label=arm)
-        ax.set_title(title)
-        ax.set_xlabel("step")
-        if ax.has_data():
-            ax.legend()
-        else:
-            ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+TRAINING_PANELS = (("reward", "mean reward (score)"), ("game/success", "training games won"), ("kl", "KL to the start"),
+                   ("entropy", "entropy (nats/token)"), ("pg_loss", "policy loss"), ("vf_loss", "value loss"))
 
 
 def _settings(ctx: Context, size: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -170,7 +146,7 @@ def run(ctx: Context) -> Experiment:
         exp.paired[f"score {arm} - start"] = paired(start_scores, scores)
         ctx.progress(exp)
     if per_arm:
-        plot_training(per_arm, ctx.out / "curves" / f"{NAME}-training.png")
+        plot_training(per_arm, ctx.out / "curves" / f"{NAME}-training.png", TRAINING_PANELS)
     exp.notes.append(f"{len(rows)} SFT rows from {len(gold.records)} gold games (gold success {gold_won:.2f}), "
                      f"{size['steps']} SFT steps; RL on {size['rl_games']} training games, "
                      f"{size['generations'] * size['prompts']} games a step ({size['prompts']} groups of "
