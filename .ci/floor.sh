@@ -3,27 +3,44 @@
 # transformers and peft at exactly their lower bounds (read from pyproject.toml, so the bounds and
 # this check cannot drift apart) and run the training tests there. Called by .ci/run; run it alone
 # with `bash .ci/floor.sh` (about 3-5 minutes on 2 CPU cores). FLOOR_VENV moves the environment.
+# `floor.sh prepare` only builds the environment (.ci/run does it in the background while the main
+# tests run), `floor.sh test` only runs the tests in it; no argument does both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${FLOOR_VENV:-.ci-floor-venv}"
-pins=$(python3 - <<'PY'
+mode="${1:-all}"
+case "$mode" in
+  prepare|test|all) ;;
+  *) echo "usage: bash .ci/floor.sh [prepare|test]" >&2; exit 2 ;;
+esac
+if [ "$mode" != test ]; then
+  # sparring's dependencies from pyproject.toml, trl / transformers / peft pinned at their lower bounds;
+  # sparring itself is installed by the test step (an install writes into the source tree)
+  deps=$(python3 - <<'PY'
 import re, tomllib
-deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]
-for dep in deps:
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+pins = []
+for dep in project["dependencies"] + project["optional-dependencies"]["web"]:  # web: test_grpo_vllm's stand-in server
     m = re.fullmatch(r"(trl|transformers|peft)>=([^,]+),<.*", dep)
-    if m:
-        print(f"{m[1]}=={m[2]}")
+    pins.append(f"{m[1]}=={m[2]}" if m else dep)
+print("\n".join(pins))
 PY
-)
-[ "$(echo "$pins" | wc -l)" = 3 ] || { echo "floor.sh: expected trl, transformers, peft as 'name>=low,<high' in pyproject.toml" >&2; exit 1; }
-echo "== floor environment: $(echo $pins)"
-rm -rf "$venv"
-python3 -m venv "$venv"
+  )
+  [ "$(echo "$deps" | grep -cE '^(trl|transformers|peft)==')" = 3 ] \
+    || { echo "floor.sh: expected trl, transformers, peft as 'name>=low,<high' in pyproject.toml" >&2; exit 1; }
+  echo "== floor environment: $(echo "$deps" | grep -E '^(trl|transformers|peft)==' | tr '\n' ' ')"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  # shellcheck disable=SC1091
+  source "$venv/bin/activate"
+  pip install -q torch==2.13.0  # first, so that no CUDA torch is pulled in
+  echo "$deps" | tr '\n' '\0' | xargs -0 pip install -q pytest pytest-timeout
+  deactivate
+fi
+[ "$mode" = prepare ] && exit 0
 # shellcheck disable=SC1091
 source "$venv/bin/activate"
-pip install -q torch==2.13.0  # first, so that no CUDA torch is pulled in
-# shellcheck disable=SC2086
-pip install -q -e ".[web]" pytest pytest-timeout $pins  # web: the stand-in vLLM server of test_grpo_vllm
+pip install -q --no-deps -e .
 python - <<'PY'
 import importlib.metadata as m
 print("== floor versions:", ", ".join(f"{p} {m.version(p)}" for p in ("torch", "trl", "transformers", "peft")))
