@@ -46,7 +46,9 @@ def arm_config(ctx: Context, size: dict[str, Any], start: str) -> dict[str, Any]
             "learner_agent": "learner", "experiment": experiment, "seats": [0, 1],
             "num_generations": size["generations"], "prompts_per_step": size["prompts"], "max_steps": size["steps"],
             "learning_rate": LEARNING_RATE, "beta": 0.0, "format_penalty": 0.1, "train_rejected": True,
-            "save_steps": 10, "seed": 0, "lr_scheduler_type": "constant"}
+            # 2 games a forward/backward: a game's history is ~1.5k tokens, and the first full run, at
+            # the default 8, was killed by the OOM killer at 24 GB in its second step
+            "micro_batch_size": 2, "save_steps": 10, "seed": 0, "lr_scheduler_type": "constant"}
 
 
 @experiment("textarena-tictactoe-rl")
