@@ -19,6 +19,7 @@ from typing import Any
 
 from sparring.train.learning.context import Context
 from sparring.train.learning.registry import experiment
+from sparring.train.learning.report import plot_training
 from sparring.train.learning.results import Experiment, Stage, paired
 from sparring.train.learning.textarena import ENV, MAX_LIVE, OPPONENT, evaluate, warm_start
 from sparring.train.learning.textarena import SIZES as EI_SIZES
@@ -33,6 +34,11 @@ SIZES: dict[str, dict[str, Any]] = {
 }
 LEARNING_RATE = 2e-4
 WARM_STAGE = "tictactoe-warm"
+# the per-step curves drawn for the page (OUT/curves/textarena-tictactoe-rl-training.png)
+TRAINING_PANELS = (("reward", "mean reward (win 1 / loss -1, -0.1 a refused move)"),
+                   ("reward/Player 0", "reward, first to move"), ("reward/Player 1", "reward, second to move"),
+                   ("entropy", "entropy (nats/token)"), ("pg_loss", "policy loss"),
+                   ("zero_advantage_groups", "groups with no advantage"))
 
 
 def arm_config(ctx: Context, size: dict[str, Any], start: str) -> dict[str, Any]:
@@ -91,6 +97,7 @@ def run(ctx: Context) -> Experiment:
     exp.stages.append(Stage("grpo", size["steps"], m, {"train": result.seconds, **played.walls("heldout")},
                             info={"curves": result.curves(), "cost": result.cost()}))
     exp.paired["win grpo - start"] = paired(start_per, per)
+    plot_training({"grpo": result.curves()}, ctx.out / "curves" / "textarena-tictactoe-rl-training.png", TRAINING_PANELS)
     exp.notes.append(f"start: {'the warm start textarena-tictactoe registered' if warm_info.get('reused') else 'SFT on '}"
                      f"{'' if warm_info.get('reused') else str(warm_info.get('rows')) + ' random-player moves'}")
     exp.notes.append(f"GRPO: {size['steps']} steps of {size['generations'] * size['prompts']} games against {OPPONENT} "
