@@ -101,12 +101,12 @@ def test_ppo_trains_exactly_the_sampled_tokens_and_credits_the_turn_that_mattere
             it.old_logprobs, it.ref_logprobs = [0.0] * len(it.positions), []
         trainer.advantages(c)
         for k, r in rewards.items():
-            assert trainer._adv[k][0] == pytest.approx(0.0)          # λ = 0: the first turn gets no credit
-            assert trainer._adv[k][1] == pytest.approx(r[1] - mean)  # the second carries the signal
+            assert trainer.credit.adv[k][0] == pytest.approx(0.0)          # λ = 0: the first turn gets no credit
+            assert trainer.credit.adv[k][1] == pytest.approx(r[1] - mean)  # the second carries the signal
         trainer.ppo = trainer.ppo.model_copy(update={"lam": 0.95})
         trainer.advantages(c)
         for k, r in rewards.items():  # with λ the first turn's credit is the second's, discounted
-            assert trainer._adv[k][0] == pytest.approx(0.95 * (r[1] - mean))
+            assert trainer.credit.adv[k][0] == pytest.approx(0.95 * (r[1] - mean))
     finally:
         arena.close()
 

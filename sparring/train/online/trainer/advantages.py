@@ -1,4 +1,9 @@
-"""Critic-free advantages for sparring's GRPO: a seat's episode reward minus a baseline.
+"""Each step's credit: the advantage of every turn of every trained seat (and PPO's value targets).
+
+PPO (`ppo_credit`): each turn's reward minus kl_coef x its KL to the reference, GAE over the seat's
+turns (gamma, lam) with the value head's estimates, optionally whitened. GRPO (`grpo_credit`): with
+`credit: turn`, each turn's return-to-go normalised over its group; else every turn carries the
+seat's episode reward minus a critic-free baseline (`Baselines`):
 
 - `group` (GRPO): the mean reward of the group — the `num_generations` games of one prompt — over
   every trained seat, divided by the group's standard deviation (`scale_rewards: group`, as TRL:
@@ -14,9 +19,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from sparring.train.online.trainer.items import Key
+from sparring.train.online.trainer.items import Item, Key
 
 Baseline = Literal["group", "role", "rae"]
 Scale = Literal["group", "batch", "none"]
@@ -77,3 +83,82 @@ class Baselines:
 
     def restore(self, state: dict[str, float]) -> None:
         self.running = {str(k): float(v) for k, v in (state or {}).items()}
+
+
+@dataclass
+class Credit:
+    """Per (episode, seat): each turn's advantage (every token the turn sampled carries it) and,
+    for PPO, each turn's value target; `stats` go to the step's log line."""
+
+    adv: dict[Key, list[float]] = field(default_factory=dict)
+    ret: dict[Key, list[float]] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def turn_kl(items: list[Item], rewards: dict[Key, list[float]]) -> dict[Key, list[float]]:
+    """Each turn's summed KL estimate (old - reference log-prob of its sampled tokens); 0 without a reference."""
+    kl: dict[Key, list[float]] = {k: [0.0] * len(r) for k, r in rewards.items()}
+    for it in items:
+        if it.ref_logprobs:
+            for t, old, ref in zip(it.token_turn, it.old_logprobs, it.ref_logprobs, strict=True):
+                kl[it.key][t] += old - ref
+    return kl
+
+
+def _whitened(per_key: dict[Key, list[float]]) -> dict[Key, list[float]]:
+    """Whiten all keys' values together (keys in sorted order), keeping each key's run."""
+    from sparring.train.online.credit import whiten
+
+    order = sorted(per_key)
+    flat, n, out = whiten([x for k in order for x in per_key[k]]), 0, {}
+    for k in order:
+        out[k], n = flat[n:n + len(per_key[k])], n + len(per_key[k])
+    return out
+
+
+def ppo_credit(items: list[Item], rewards: dict[Key, list[float]], kl: dict[Key, list[float]], settings: Any,
+               gamma: float) -> Credit:
+    """GAE over each seat's turns; `settings` are PPO's (kl_coef, lam, whitening)."""
+    from sparring.train.online.credit import gae
+
+    values: dict[Key, list[float]] = {k: [0.0] * len(r) for k, r in rewards.items()}
+    for it in items:
+        for t, v in zip(it.turns, it.old_values, strict=True):
+            values[it.key][t] = v
+    shaped = {k: [r - settings.kl_coef * x for r, x in zip(rewards[k], kl[k], strict=True)] for k in rewards}
+    if settings.whiten_rewards:
+        shaped = _whitened(shaped)
+    adv: dict[Key, list[float]] = {}
+    ret: dict[Key, list[float]] = {}
+    for k in shaped:
+        adv[k], ret[k] = gae(shaped[k], values[k], gamma, settings.lam)
+    if settings.whiten_advantages:
+        adv = _whitened(adv)
+    return Credit(adv, ret)
+
+
+def grpo_credit(rewards: dict[Key, list[float]], groups: dict[Key, int], baselines: Baselines, credit: str,
+                gamma: float) -> Credit:
+    """Every turn of a seat's game gets the seat's advantage (or, with `credit: turn`, its
+    return-to-go normalised over the group's turns); stats: groups without any advantage, the
+    mean absolute advantage, RAE's running baselines."""
+    from sparring.train.online.credit import group_normalised, returns_to_go
+
+    adv: dict[Key, list[float]] = {}
+    if credit == "turn":
+        by_group: dict[int, list[Key]] = {}
+        for k in rewards:
+            by_group.setdefault(groups[k], []).append(k)
+        for keys in by_group.values():
+            normalised = group_normalised([returns_to_go(rewards[k], gamma) for k in keys])
+            adv.update(zip(keys, normalised, strict=True))
+    else:
+        episode = {k: sum(r) for k, r in rewards.items()}
+        per_seat = baselines.advantages(episode, groups)
+        adv = {k: [per_seat[k]] * len(rewards[k]) for k in rewards}
+    flat = [a for k in adv for a in adv[k]]
+    zero = len({groups[k] for k in rewards}) - len({groups[k] for k in rewards
+                                                   if any(abs(a) > 1e-9 for a in adv[k])})
+    stats = {"zero_advantage_groups": zero, "advantage_abs": sum(map(abs, flat)) / len(flat) if flat else 0.0,
+             **({f"baseline/{r}": b for r, b in baselines.state().items()} if baselines.kind == "rae" else {})}
+    return Credit(adv, {}, stats)

@@ -17,15 +17,14 @@ then, for every trained seat of every game:
    GRPO one optimizer step per step, its sequences `micro_batch_size` at a time (accumulated), the
    loss normalised by the step's trained tokens (DAPO, TRL's default).
 Every pass runs the prefix its batch shares once (`forward.py`), and every step reports where its
-time and tokens went (`cost.py`). The run around it (steps, evaluation, checkpoints) is `run.py`.
+time and tokens went (`step_cost.py`). The parts: what a step plays (`collect.py`), the credit
+(`advantages.py`), the loss (`losses.py`), the optimizer (`optim.py`), checkpoints
+(`checkpoint.py`); the run around it (steps, evaluation, checkpoints) is `run.py`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
-import shutil
 import warnings
 from pathlib import Path
 from typing import Any
@@ -34,39 +33,17 @@ from rich.console import Console
 
 from sparring.errors import SparringError
 from sparring.train.online.grpo.config import GRPOConfig
-from sparring.train.online.trainer.items import Item, Key, items_of
+from sparring.train.online.trainer.advantages import Credit, grpo_credit, ppo_credit, turn_kl
+from sparring.train.online.trainer.collect import Collected, prompts_for_step, seed_of
+from sparring.train.online.trainer.items import Item, items_of
+from sparring.train.online.trainer.losses import token_losses
+from sparring.train.online.trainer.optim import check_tuning, optimizer, schedule
 from sparring.train.step_cost import StepCost
 
 
-def _seed(*parts: Any) -> int:
-    return int(hashlib.sha256(":".join(map(str, parts)).encode()).hexdigest()[:15], 16)
-
-
-def prompts_for_step(rows: list[dict[str, Any]], per_step: int, step: int, seed: int) -> list[Any]:
-    """The prompts of step `step` (0-based): consecutive slices of seeded permutations of the
-    dataset, one permutation per pass (epoch) over it."""
-    out: list[Any] = []
-    start = step * per_step
-    for k in range(start, start + per_step):
-        epoch, index = divmod(k, len(rows))
-        order = list(range(len(rows)))
-        random.Random(_seed(seed, "epoch", epoch)).shuffle(order)
-        out.append(rows[order[index]]["prompt"])
-    return out
-
-
-class Collected:
-    """One step's games: records, training items, each trained seat's turn rewards and group."""
-
-    def __init__(self) -> None:
-        self.records: list[Any] = []
-        self.items: list[Item] = []
-        self.rewards: dict[Key, list[float]] = {}  # (episode, seat) -> turn rewards (sum = episode reward)
-        self.groups: dict[Key, int] = {}
-        self.kept: dict[int, Any] = {}
-
-
 class OnlineTrainer:
+    """The learner, its optimizer and one step: play, score, credit, optimise."""
+
     def __init__(self, config: GRPOConfig, file: str, arena: Any, out: Path, console: Console | None = None):
         import torch
 
@@ -102,7 +79,7 @@ class OnlineTrainer:
         settings = TrainSettings(model=config.model, lora=config.lora, adapter=config.adapter,
                                  models_file=experiment_models_file(config, file))
         model, self.tokenizer = load_policy(settings)
-        torch.manual_seed(_seed(config.seed, "init"))
+        torch.manual_seed(seed_of(config.seed, "init"))
         if config.adapter:  # continue this adapter; a frozen copy of it is the reference
             if self.kl_coef > 0:
                 model.load_adapter(config.adapter, adapter_name="ref", is_trainable=False)
@@ -118,11 +95,7 @@ class OnlineTrainer:
         if self.head is not None and config.adapter:
             load_head(self.head, config.adapter)
         policy_params = [p for n, p in model.named_parameters() if p.requires_grad]
-        groups = [{"params": policy_params, "lr": config.learning_rate}]
-        if self.head is not None:
-            groups.append({"params": list(self.head.parameters()), "lr": self.ppo.value_lr or config.learning_rate * 10})
-        self.optimizer = torch.optim.AdamW(groups, weight_decay=config.weight_decay,
-                                           fused=config.optim == "adamw_torch_fused" or None)
+        self.optimizer = optimizer(config, policy_params, self.head)
         self.scheduler = schedule(self.optimizer, config)
         self.params = policy_params + (list(self.head.parameters()) if self.head is not None else [])
         self.learner = HFModel.from_objects(model, self.tokenizer, name=LEARNER, default_adapter="default")
@@ -133,6 +106,7 @@ class OnlineTrainer:
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         self.best: dict[str, Any] | None = None
         self.roof = 0.0  # training roof tokens/s, probed by the run
+        self.credit = Credit()
 
     @property
     def kl_coef(self) -> float:
@@ -248,108 +222,27 @@ class OnlineTrainer:
         return self.model.disable_adapter()
 
     def advantages(self, c: Collected) -> dict[str, Any]:
-        """Per (episode, seat) and turn: the advantage of every token the turn sampled (`self._adv`),
-        and PPO's value targets (`self._ret`)."""
-        from sparring.train.online.credit import gae, whiten
-
-        items, rewards = c.items, c.rewards
-        kl: dict[Key, list[float]] = {k: [0.0] * len(r) for k, r in rewards.items()}
-        for it in items:
-            if it.ref_logprobs:
-                for t, old, ref in zip(it.token_turn, it.old_logprobs, it.ref_logprobs, strict=True):
-                    kl[it.key][t] += old - ref
+        """This step's credit (`self.credit`: each seat's turn advantages, PPO's value targets) and its stats."""
+        kl = turn_kl(c.items, c.rewards)
         turns_kl = [x for k in kl for x in kl[k]]
         stats = {"kl": sum(turns_kl) / len(turns_kl) if turns_kl and self.kl_coef > 0 else None,
-                 "turn_reward": sum(r for k in rewards for r in rewards[k]) / max(1, sum(map(len, rewards.values())))}
-        if not self.is_ppo:
-            return {**stats, **self._group_advantages(c)}
-        values: dict[Key, list[float]] = {k: [0.0] * len(r) for k, r in rewards.items()}
-        for it in items:
-            for t, v in zip(it.turns, it.old_values, strict=True):
-                values[it.key][t] = v
-        shaped = {k: [r - self.ppo.kl_coef * x for r, x in zip(rewards[k], kl[k], strict=True)] for k in rewards}
-        order = sorted(shaped)
-        if self.ppo.whiten_rewards:
-            flat, n = whiten([r for k in order for r in shaped[k]]), 0
-            for k in order:
-                shaped[k], n = flat[n:n + len(shaped[k])], n + len(shaped[k])
-        adv: dict[Key, list[float]] = {}
-        ret: dict[Key, list[float]] = {}
-        for k in shaped:
-            adv[k], ret[k] = gae(shaped[k], values[k], self.config.gamma, self.ppo.lam)
-        if self.ppo.whiten_advantages:
-            flat, n = whiten([a for k in order for a in adv[k]]), 0
-            for k in order:
-                adv[k], n = flat[n:n + len(adv[k])], n + len(adv[k])
-        self._adv, self._ret = adv, ret
-        return stats
-
-    def _group_advantages(self, c: Collected) -> dict[str, Any]:
-        """GRPO: every turn of a seat's game gets the seat's advantage (or, with `credit: turn`,
-        its return-to-go normalised over the group's turns)."""
-        from sparring.train.online.credit import group_normalised, returns_to_go
-
-        if self.config.credit == "turn":
-            by_group: dict[int, list[Key]] = {}
-            for k in c.rewards:
-                by_group.setdefault(c.groups[k], []).append(k)
-            self._adv = {}
-            for keys in by_group.values():
-                normalised = group_normalised([returns_to_go(c.rewards[k], self.config.gamma) for k in keys])
-                self._adv.update(zip(keys, normalised, strict=True))
+                 "turn_reward": sum(r for k in c.rewards for r in c.rewards[k])
+                 / max(1, sum(map(len, c.rewards.values())))}
+        if self.is_ppo:
+            self.credit = ppo_credit(c.items, c.rewards, kl, self.ppo, self.config.gamma)
         else:
-            episode = {k: sum(r) for k, r in c.rewards.items()}
-            adv = self.baselines.advantages(episode, c.groups)
-            self._adv = {k: [adv[k]] * len(c.rewards[k]) for k in c.rewards}
-        self._ret = {}
-        flat = [a for k in self._adv for a in self._adv[k]]
-        zero = len({c.groups[k] for k in c.rewards}) - len({c.groups[k] for k in c.rewards
-                                                          if any(abs(a) > 1e-9 for a in self._adv[k])})
-        return {"zero_advantage_groups": zero, "advantage_abs": sum(map(abs, flat)) / len(flat) if flat else 0.0,
-                **({f"baseline/{r}": b for r, b in self.baselines.state().items()} if self.config.baseline == "rae"
-                   else {})}
+            self.credit = grpo_credit(c.rewards, c.groups, self.baselines, self.config.credit, self.config.gamma)
+        return {**stats, **self.credit.stats}
 
     def _losses(self, batch: list[Item], cost: StepCost) -> tuple[Any, dict[str, Any]]:
         """The summed (not averaged) token losses of a batch and their parts."""
-        import torch
-
         from sparring.train.online.trainer.forward import forward
 
-        ppo = self.ppo
         logprobs, values, entropies = forward(self.model, self.head, batch, self.temperature, self.pad_id,
                                               with_entropy=True, share_prefix=self.config.share_prefix,
                                               cost=cost, kind="training")
-        pg, vf, ent, clipped, approx, kl = [], [], [], [], [], []
-        for it, lp, v, en in zip(batch, logprobs, values, entropies, strict=True):
-            old = torch.tensor(it.old_logprobs, device=lp.device)
-            a = torch.tensor([self._adv[it.key][t] for t in it.token_turn], device=lp.device)
-            ratio = torch.exp(lp - old)
-            pg.append(torch.max(-a * ratio, -a * ratio.clamp(1 - ppo.cliprange, 1 + ppo.cliprange)))
-            clipped.append(((ratio - 1).abs() > ppo.cliprange).float())
-            approx.append(0.5 * (lp - old) ** 2)
-            ent.append(en)
-            if self.head is not None:
-                old_v = torch.tensor(it.old_values, device=v.device)
-                target = torch.tensor([self._ret[it.key][t] for t in it.turns], device=v.device)
-                v_clip = old_v + (v - old_v).clamp(-ppo.cliprange_value, ppo.cliprange_value)
-                vf.append(0.5 * torch.max((v - target) ** 2, (v_clip - target) ** 2))
-            if not self.is_ppo and self.kl_coef > 0:
-                d = torch.tensor(it.ref_logprobs, device=lp.device) - lp
-                kl.append(torch.exp(d) - d - 1)
-        tokens = torch.cat(pg)
-        loss = tokens.sum() - ppo.ent_coef * torch.cat(ent).sum()
-        parts: dict[str, Any] = {"pg": tokens.detach().sum(), "entropy": torch.cat(ent).detach().sum(),
-                                 "clipped": torch.cat(clipped).sum(), "approx_kl": torch.cat(approx).detach().sum(),
-                                 "tokens": len(tokens)}
-        if vf:
-            value = torch.cat(vf)
-            parts["vf"], parts["vf_n"] = value.detach().sum(), len(value)
-            loss = loss + ppo.vf_coef * value.sum() * (len(tokens) / len(value))
-        if kl:
-            k3 = torch.cat(kl)
-            loss = loss + self.kl_coef * k3.sum()
-            parts["kl_loss"] = k3.detach().sum()
-        return loss, parts
+        return token_losses(batch, logprobs, values, entropies, self.credit, self.ppo, self.kl_coef,
+                            with_kl=not self.is_ppo and self.kl_coef > 0)
 
     def optimise(self, items: list[Item], step: int, cost: StepCost) -> dict[str, float]:
         """PPO: epochs of minibatches, an optimizer step each; GRPO: one accumulated optimizer step."""
@@ -358,7 +251,7 @@ class OnlineTrainer:
         self.model.train()
         with cost.part("training"):
             if self.is_ppo:
-                plan = [(self._batches(items, ppo.minibatch_size, random.Random(_seed(cfg.seed, "minibatch", step, e))),
+                plan = [(self._batches(items, ppo.minibatch_size, random.Random(seed_of(cfg.seed, "minibatch", step, e))),
                          True) for e in range(ppo.ppo_epochs)]
             else:
                 plan = [(self._batches(items, cfg.micro_batch_size), False)]
@@ -396,7 +289,7 @@ class OnlineTrainer:
     def train_step(self, step: int) -> dict[str, Any]:
         import torch
 
-        torch.manual_seed(_seed(self.config.seed, "step", step))  # dropout: the same on a resumed run
+        torch.manual_seed(seed_of(self.config.seed, "step", step))  # dropout: the same on a resumed run
         cost = StepCost()
         with cost.part("rollout"):
             c = self.collect(step)
@@ -460,9 +353,9 @@ class OnlineTrainer:
         for n, p in self.model.named_parameters():
             if f".{name}." in n:
                 p.requires_grad_(False)
-        self._rewrap()
+        self.rewrap()
 
-    def _rewrap(self) -> None:
+    def rewrap(self) -> None:
         """A fresh backend wrapper that knows every adapter (the prefix cache starts empty)."""
         from sparring.models.hf import HFModel
         from sparring.train.online.grpo.rollout import LEARNER
@@ -470,7 +363,7 @@ class OnlineTrainer:
         self.learner = HFModel.from_objects(self.model, self.tokenizer, name=LEARNER, default_adapter="default")
         self.arena.pool.add(LEARNER, self.learner)
 
-    # -- evaluation, checkpoints ----------------------------------------------------------------
+    # -- evaluation ------------------------------------------------------------------------------
     def evaluate(self, step: int, eval_arena: Any) -> dict[str, Any]:
         from sparring.train.online.grpo.rollout import LEARNER
 
@@ -487,7 +380,7 @@ class OnlineTrainer:
             return tuple(agents)
 
         seats = self.config.seats if self.config.opponents.mode != "self_play" else list(range(len(players)))
-        jobs = [eval_arena.job(i, seating(seat), seed=_seed(self.config.seed, "eval", i, seat))
+        jobs = [eval_arena.job(i, seating(seat), seed=seed_of(self.config.seed, "eval", i, seat))
                 for i in sorted(eval_arena.instances) for seat in seats]
         records = eval_arena.play(jobs)
         self.model.set_adapter("default")
@@ -501,108 +394,3 @@ class OnlineTrainer:
         value = sum(metric) / len(metric) if metric else 0.0
         return {"step": step, "episodes": len(records), "reward": sum(rewards) / len(rewards) if rewards else 0.0,
                 ev.metric: value, "value": value}
-
-    def save(self, directory: Path) -> Path:
-        from sparring.train.online.ppo.value import save_head
-
-        directory.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(str(directory), selected_adapters=["default"])
-        self.tokenizer.save_pretrained(str(directory))
-        if self.head is not None:
-            save_head(self.head, directory)
-        return directory
-
-    def checkpoint(self, step: int) -> Path:
-        import torch
-
-        from sparring.train.online.trainer.opponents import SNAPSHOT
-
-        directory = self.out / "trainer" / f"checkpoint-{step}"
-        tmp = directory.with_name(directory.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        self.save(tmp)
-        for slot in self.opponents.snapshots:  # the league's adapters
-            self.model.save_pretrained(str(tmp / "league"), selected_adapters=[SNAPSHOT.format(slot)])
-        torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
-        (tmp / "trainer_state.json").write_text(json.dumps({
-            "step": step, "best": self.best, "baselines": self.baselines.state(),
-            "league": self.opponents.state()}), encoding="utf-8")
-        shutil.rmtree(directory, ignore_errors=True)
-        tmp.rename(directory)
-        kept = checkpoints(self.out)
-        for old in kept[: -self.config.save_total_limit]:
-            shutil.rmtree(old, ignore_errors=True)
-        return directory
-
-    def resume(self, directory: Path) -> int:
-        import torch
-        from peft import set_peft_model_state_dict
-        from safetensors.torch import load_file
-
-        from sparring.train.online.ppo.value import load_head
-        from sparring.train.online.trainer.opponents import SNAPSHOT
-
-        set_peft_model_state_dict(self.model, load_file(str(directory / "adapter_model.safetensors")),
-                                  adapter_name="default")
-        if self.head is not None:
-            load_head(self.head, directory)
-        self.optimizer.load_state_dict(torch.load(directory / "optimizer.pt", weights_only=True))
-        state = json.loads((directory / "trainer_state.json").read_text(encoding="utf-8"))
-        self.best = state.get("best")
-        self.baselines.restore(state.get("baselines") or {})
-        self.opponents.restore(state.get("league") or {})
-        for slot in self.opponents.snapshots:
-            name = SNAPSHOT.format(slot)
-            self.model.load_adapter(str(directory / "league" / name), adapter_name=name, is_trainable=False)
-        self.model.set_adapter("default")
-        if self.opponents.snapshots:
-            self._rewrap()
-        step = int(state["step"])
-        self.scheduler = schedule(self.optimizer, self.config, done=step)  # this run's schedule, at `step`
-        return step
-
-
-SUPPORTED_OPTIM = ("adamw_torch", "adamw_torch_fused")
-
-
-def check_tuning(config: GRPOConfig, file: str) -> None:
-    """The tuning settings sparring's trainer honours; the rest are TRL's and refused here."""
-    from sparring.errors import ConfigError
-    from sparring.train.arguments import check_settings
-
-    check_settings(config, "grpo")
-    if config.optim not in SUPPORTED_OPTIM:
-        raise ConfigError(f"sparring's trainer optimises with AdamW ({', '.join(SUPPORTED_OPTIM)}), not "
-                          f"{config.optim!r}; use trainer: trl for other optimizers (GRPO)", file=file, key="optim")
-    if config.trainer_args:
-        raise ConfigError("trainer_args are fields of TRL's config and sparring's trainer has none; remove them or "
-                          "use trainer: trl (GRPO)", file=file, key="trainer_args")
-
-
-def schedule(optimizer: Any, config: GRPOConfig, done: int = 0) -> Any:
-    """transformers' learning-rate schedule over the run's training steps (`lr_scheduler_type`,
-    `warmup_steps`: steps, or a fraction of the run if < 1), advanced to `done` steps (a resumed
-    run: the schedule of this run's `max_steps`, which may have been raised, at the step reached)."""
-    import warnings
-
-    from transformers import get_scheduler
-
-    for group in optimizer.param_groups:  # a resumed optimizer holds the old schedule's last rate
-        group["lr"] = group.get("initial_lr", group["lr"])
-    warmup = config.warmup_steps
-    steps = int(warmup * config.max_steps) if 0 < warmup < 1 else int(warmup)
-    scheduler = get_scheduler(config.lr_scheduler_type, optimizer, num_warmup_steps=steps,
-                              num_training_steps=config.max_steps)
-    with warnings.catch_warnings():  # stepping the schedule alone, not the optimizer, is the point here
-        warnings.simplefilter("ignore")
-        for _ in range(done):
-            scheduler.step()
-    return scheduler
-
-
-def checkpoints(out: Path) -> list[Path]:
-    """The run's checkpoints, oldest first."""
-    root = out / "trainer"
-    found = [p for p in root.glob("checkpoint-*") if p.is_dir() and p.name.split("-")[1].isdigit()] \
-        if root.is_dir() else []
-    return sorted(found, key=lambda p: int(p.name.split("-")[1]))

@@ -14,7 +14,9 @@ from rich.console import Console
 
 from sparring.train.online.grpo.config import GRPOConfig
 from sparring.train.online.steplog import read_step_log, trim_step_log
-from sparring.train.online.trainer.core import OnlineTrainer, checkpoints
+from sparring.train.online.trainer import checkpoint
+from sparring.train.online.trainer.checkpoint import checkpoints
+from sparring.train.online.trainer.core import OnlineTrainer
 from sparring.train.step_cost import StepCost, line, total
 
 EVAL_LOG = "eval.jsonl"
@@ -67,7 +69,7 @@ def train_online(config: GRPOConfig, file: str, arena: Any, out: Path, console: 
     start_step = 0
     last = checkpoints(out)
     if last:
-        start_step = trainer.resume(last[-1])
+        start_step = checkpoint.resume(trainer, last[-1])
         for name in (log, EVAL_LOG):
             trim_step_log(out / name, start_step)
         console.print(f"{config.algorithm.upper()}: resumed from {last[-1]} (step {start_step})")
@@ -95,19 +97,19 @@ def train_online(config: GRPOConfig, file: str, arena: Any, out: Path, console: 
                               f"{result['episodes']} episodes", markup=False)
                 if trainer.best is None or result["value"] > trainer.best["value"]:
                     trainer.best = result
-                    trainer.save(out / "best")
+                    checkpoint.save(trainer, out / "best")
                     (out / "best" / "eval.json").write_text(json.dumps(result), encoding="utf-8")
             if (config.save_steps and done % config.save_steps == 0) or done == config.max_steps:
-                trainer.checkpoint(done)
+                checkpoint.write(trainer, done)
             if deadline is not None and time.monotonic() > deadline and done < config.max_steps:
-                trainer.checkpoint(done)
+                checkpoint.write(trainer, done)
                 raise TrainingStopped(f"{prefix.upper()} stopped by the time limit after step {done} of "
                                       f"{config.max_steps}; rerun the same command to continue")
     finally:
         tracked.close()
         if eval_arena is not None:
             eval_arena.close()
-    trainer.save(out / "adapter")
+    checkpoint.save(trainer, out / "adapter")
     return online_report(out, config, trainer.best, trainer.roof)
 
 

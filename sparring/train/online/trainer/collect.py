@@ -1,0 +1,39 @@
+"""What one step plays and keeps: the step's prompts (seeded permutations of the dataset, one per
+pass over it) and the games' training data (`Collected`)."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from typing import Any
+
+from sparring.train.online.trainer.items import Item, Key
+
+
+def seed_of(*parts: Any) -> int:
+    """A stable seed from any parts (the same on every machine and Python version)."""
+    return int(hashlib.sha256(":".join(map(str, parts)).encode()).hexdigest()[:15], 16)
+
+
+def prompts_for_step(rows: list[dict[str, Any]], per_step: int, step: int, seed: int) -> list[Any]:
+    """The prompts of step `step` (0-based): consecutive slices of seeded permutations of the
+    dataset, one permutation per pass (epoch) over it."""
+    out: list[Any] = []
+    start = step * per_step
+    for k in range(start, start + per_step):
+        epoch, index = divmod(k, len(rows))
+        order = list(range(len(rows)))
+        random.Random(seed_of(seed, "epoch", epoch)).shuffle(order)
+        out.append(rows[order[index]]["prompt"])
+    return out
+
+
+class Collected:
+    """One step's games: records, training items, each trained seat's turn rewards and group."""
+
+    def __init__(self) -> None:
+        self.records: list[Any] = []
+        self.items: list[Item] = []
+        self.rewards: dict[Key, list[float]] = {}  # (episode, seat) -> turn rewards (sum = episode reward)
+        self.groups: dict[Key, int] = {}
+        self.kept: dict[int, Any] = {}
