@@ -26,6 +26,7 @@ from sparring.errors import SparringError
 from sparring.train.learning.context import Context
 from sparring.train.learning.dond_eval import FAIR, MAX_LIVE, against, dataset, game_args, selfplay, walls
 from sparring.train.learning.registry import experiment
+from sparring.train.learning.report import plot_training
 from sparring.train.learning.results import Experiment, Stage, paired
 
 SIZES: dict[str, dict[str, Any]] = {
@@ -38,6 +39,11 @@ SIZES: dict[str, dict[str, Any]] = {
 }
 LEARNING_RATE = 2e-4
 START = "dond-selfplay-2"
+# the per-step curves drawn for the page (OUT/curves/dond-rl-training.png)
+TRAINING_PANELS = (("reward", "mean reward (own points, -0.1 a refused reply)"),
+                   ("reward/Player_1", "reward as Player_1"), ("reward/Player_2", "reward as Player_2"),
+                   ("entropy", "entropy (nats/token)"), ("pg_loss", "policy loss"),
+                   ("zero_advantage_groups", "groups with no advantage (of 2)"))
 
 
 def arm_config(ctx: Context, size: dict[str, Any], start: str) -> dict[str, Any]:
@@ -93,6 +99,7 @@ def run(ctx: Context) -> Experiment:
     exp.stages.append(Stage("grpo", size["steps"], m, {"train": result.seconds, **walls(runs)},
                             info={"curves": result.curves(), "cost": result.cost()}))
     exp.paired["points vs fair-negotiator grpo - start"] = paired(start_per, per)
+    plot_training({"grpo": result.curves()}, ctx.out / "curves" / "dond-rl-training.png", TRAINING_PANELS)
     exp.notes.append(f"GRPO: {size['steps']} steps of {size['generations'] * size['prompts']} games against {FAIR}, "
                      f"the learner in both seats, lr {LEARNING_RATE}, beta 0, reward = own points - 0.1 a refused reply, "
                      "refused replies trained")
