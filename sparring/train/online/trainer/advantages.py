@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from sparring.train.online.ppo.config import PPOSettings
 from sparring.train.online.trainer.items import Item, Key
 
 Baseline = Literal["group", "role", "rae"]
@@ -116,8 +117,8 @@ def _whitened(per_key: dict[Key, list[float]]) -> dict[Key, list[float]]:
     return out
 
 
-def ppo_credit(items: list[Item], rewards: dict[Key, list[float]], kl: dict[Key, list[float]], settings: Any,
-               gamma: float) -> Credit:
+def ppo_credit(items: list[Item], rewards: dict[Key, list[float]], kl: dict[Key, list[float]],
+               settings: PPOSettings, gamma: float) -> Credit:
     """GAE over each seat's turns; `settings` are PPO's (kl_coef, lam, whitening)."""
     from sparring.train.online.credit import gae
 

@@ -15,7 +15,6 @@ from rich.console import Console
 from sparring.train.online.grpo.config import GRPOConfig
 from sparring.train.online.steplog import read_step_log, trim_step_log
 from sparring.train.online.trainer import checkpoint
-from sparring.train.online.trainer.checkpoint import checkpoints
 from sparring.train.online.trainer.core import OnlineTrainer
 from sparring.train.step_cost import StepCost, line, total
 
@@ -67,7 +66,7 @@ def train_online(config: GRPOConfig, file: str, arena: Any, out: Path, console: 
         eval_arena = Arena.from_config(data, models={LEARNER: ScriptedModel(LEARNER)}, base_dir=base_dir)
         check_disjoint(config.name, list(arena.instances), list(eval_arena.instances))
     start_step = 0
-    last = checkpoints(out)
+    last = checkpoint.checkpoints(out)
     if last:
         start_step = checkpoint.resume(trainer, last[-1])
         for name in (log, EVAL_LOG):
