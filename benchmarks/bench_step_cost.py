@@ -8,15 +8,19 @@ per trained token, training tokens/s as a share of this machine's training roof 
 FLOP/s ÷ 6 × parameters, probed now), and the after/before ratios the targets are stated in:
 
 - grpo: one-decision Deal or No Deal against `fair-negotiator` (the learning suite's game), 4 games
-  a step. Before: TRL's GRPOTrainer with beta 0.04 (a reference pass). After: sparring's trainer,
-  beta 0 (no reference), the rollout's log-probs (no scoring pass), the group's prompt run once.
+  a step. Before: TRL's GRPOTrainer with beta 0.04 (a reference pass), LoRA dropout on. After:
+  sparring's trainer, beta 0 (no reference), the rollout's log-probs (no scoring pass), the group's
+  prompt run once, no dropout in the training pass. Groups: the same with 4 groups of 4 games a
+  step (16 games generated together): its ratios are per game.
 - ppo: TextWorld cooking (3 rooms, 2 ingredients, the whole history: ~1.4k-token games), the
   learner's games a step. Before: KL 0.05 (a reference pass), a scoring pass for the old
-  log-probs and the values, every game padded in full. After: KL 0, the rollout's log-probs, a
-  values-only pass, the shared prefix. Window: the same with an observation window (the recipe,
+  log-probs and the values, every game padded in full, LoRA dropout on. After: KL 0, the rollout's
+  log-probs, a values-only pass, the shared prefix, no dropout in the training passes. Window: the same with an observation window (the recipe,
   the room and inventory, the last 3 exchanges) instead of the whole history. Needs Java and
   textworld-express (skipped without).
 - sft: LoRA SFT, 4 rows a step of varied length. Before: padded batches. After: padding-free.
+  No-dropout: padding-free with `lora.dropout` 0 (PEFT's default; sparring's SFT default stays
+  0.05, a regulariser, so this prices it rather than removing waste).
 - dpo: TRL DPO, 2 pairs a step (TRL 1.x disables padding-free DPO): the breakdown only.
 
     OMP_NUM_THREADS=2 python benchmarks/bench_step_cost.py                  # bundled model, ~15-25 min
@@ -66,10 +70,13 @@ def ratios(part: str, before: dict[str, float], after: dict[str, float], per: fl
         b = before.get(key) or 0.0
         return (after.get(key) or 0.0) / b if b else float("nan")
 
-    out = {"step": r("cost/total_s") / per, "update": ((after["cost/scoring_s"] + after["cost/training_s"])
-                                                      / max(1e-9, before["cost/scoring_s"] + before["cost/training_s"])),
+    # per: games in an `after` step / games in a `before` step (the step and update ratios are then per game)
+    out = {"step": r("cost/total_s") / per, "rollout": r("cost/rollout_s") / per,
+           "update": ((after["cost/scoring_s"] + after["cost/training_s"])
+                      / max(1e-9, before["cost/scoring_s"] + before["cost/training_s"]) / per),
            "tokens_per_trained": r("cost/model_tokens_per_trained_token")}
-    print(f"  {part}: after/before step {out['step']:.3f}, update (scoring + training) {out['update']:.3f}, "
+    rollout = "" if out["rollout"] != out["rollout"] else f"rollout {out['rollout']:.3f}, "  # nan: no rollout
+    print(f"  {part}: after/before step {out['step']:.3f}, {rollout}update (scoring + training) {out['update']:.3f}, "
           f"model tokens per trained token {out['tokens_per_trained']:.3f}; training roof share "
           f"{before.get('cost/training_roof_ratio', 0):.2f} -> {after.get('cost/training_roof_ratio', 0):.2f}")
     return out
@@ -102,9 +109,12 @@ def grpo_part(work: Path, model: str, models_file: str, steps: int, games: int) 
     common = {"algorithm": "grpo", "num_generations": games, "prompts_per_step": 1, "max_steps": steps + 1,
               "learning_rate": 1e-4, "format_penalty": 0.1, "sequences_per_episode": 1,
               "gradient_checkpointing": False}
-    before = run_online(online_config(work, "grpo-before", model, experiment, trainer="trl", beta=0.04, **common))
+    before = run_online(online_config(work, "grpo-before", model, experiment, trainer="trl", beta=0.04,
+                                      disable_dropout=False, **common))
     after = run_online(online_config(work, "grpo-after", model, experiment, trainer="sparring", beta=0.0, **common))
-    return {"before": before, "after": after}
+    groups = run_online(online_config(work, "grpo-groups", model, experiment, trainer="sparring", beta=0.0,
+                                      **{**common, "prompts_per_step": 4}))
+    return {"before": before, "after": after, "groups": groups}
 
 
 def sft_start(work: Path, model: str) -> str:
@@ -149,7 +159,7 @@ def ppo_part(work: Path, model: str, models_file: str, steps: int, games: int,
               "learning_rate": 1e-5, "sequences_per_episode": 1, "adapter": adapter}
     old = {"ppo_epochs": 1, "minibatch_size": 2, "kl_coef": 0.05}
     before = run_online(online_config(work, "ppo-before", model, experiment, ppo=old, rollout_logprobs=False,
-                                      share_prefix=False, **common))
+                                      share_prefix=False, disable_dropout=False, **common))
     after = run_online(online_config(work, "ppo-after", model, experiment, ppo={**old, "kl_coef": 0.0},
                                      rollout_logprobs=True, share_prefix=True, **common))
     # an observation window instead of the whole history: the recipe (once read), the room and the
@@ -196,7 +206,8 @@ def trl_part(kind: str, work: Path, model: str, steps: int) -> dict[str, Any]:
     data = sft_rows if kind == "sft" else dpo_rows
     trained = round(batch * trained_per_row(kind, model, data))
     out: dict[str, Any] = {}
-    variants = {"before": {}, "after": {"padding_free": True}} if kind == "sft" else {"before": {}}
+    variants = ({"before": {}, "after": {"padding_free": True},
+                 "no-dropout": {"padding_free": True, "lora": {"dropout": 0.0}}} if kind == "sft" else {"before": {}})
     for name, extra in variants.items():
         callback = step_cost_callback(ForwardMeter(), trained=lambda: trained)
         settings = TrainSettings(model=model, max_steps=steps + 1, batch_size=batch, max_length=2048,
@@ -246,6 +257,11 @@ def main(argv: list[str] | None = None) -> None:
             medians["ratios"] = ratios(part, medians["before"], medians["after"])
         if "window" in medians:
             medians["ratios_window"] = ratios(f"{part} (window)", medians["before"], medians["window"])
+        if "groups" in medians:  # 4 groups a step: per game
+            medians["ratios_groups"] = ratios(f"{part} (4 groups, per game)", medians["before"], medians["groups"],
+                                              per=4.0)
+        if "no-dropout" in medians:
+            medians["ratios_no_dropout"] = ratios(f"{part} (no dropout)", medians["before"], medians["no-dropout"])
         results["parts"][part] = {"steps": found, "median": medians}
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2), encoding="utf-8")

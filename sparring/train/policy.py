@@ -199,6 +199,17 @@ def with_new_adapter(model: Any, config: Any) -> Any:
     return get_peft_model(model, config)
 
 
+def disable_dropout(model: Any) -> int:
+    """Set every dropout of `model` (LoRA's included) to p = 0, as TRL's `disable_dropout` does;
+    PyTorch's dropout at p = 0 returns its input without drawing a mask. Returns how many."""
+    import torch
+
+    found = [m for m in model.modules() if isinstance(m, torch.nn.Dropout)]
+    for m in found:
+        m.p = 0.0
+    return len(found)
+
+
 def save_adapter(model: Any, tokenizer: Any, out: str | Path, state_dict: dict[str, Any] | None = None) -> Path:
     """Save only the trained adapter (`default`), never the frozen reference copy TRL adds, plus
     the tokenizer; the hf backend loads the directory as an adapter on its base model.

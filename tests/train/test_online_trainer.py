@@ -133,6 +133,30 @@ def test_the_shared_prefix_and_rollout_logprobs_leave_the_losses_unchanged(tmp_p
 
 
 @pytest.mark.slow
+def test_training_passes_run_without_dropout_so_the_on_policy_ratio_is_one(tmp_path):
+    """disable_dropout (the default): the training pass computes the policy the rollout sampled
+    from, so GRPO's ratio to the rollout's log-probs is 1 (approx KL ~0) even once the adapter has
+    moved; with LoRA dropout left on, the same step's training pass sees a noisy policy."""
+    import torch
+
+    kl, found = {}, {}
+    for flag in (True, False):
+        base = tmp_path / str(flag)
+        base.mkdir()
+        arena, trainer = trainer_for(config_file(base, disable_dropout=flag, learning_rate=1e-2,
+                                                 lora={"r": 4, "alpha": 8, "dropout": 0.5}))
+        try:
+            found[flag] = {m.p for m in trainer.model.modules() if isinstance(m, torch.nn.Dropout)}
+            points = [trainer.train_step(s) for s in range(2)]
+        finally:
+            arena.close()
+        assert all(p["trained_tokens"] > 0 for p in points)
+        kl[flag] = points[1]["approx_kl"]  # step 2: the adapter has moved, its dropout now matters
+    assert found == {True: {0.0}, False: {0.5}}
+    assert kl[True] < 1e-9 and kl[False] > 1e-7 and kl[False] > 1e3 * max(kl[True], 1e-12)
+
+
+@pytest.mark.slow
 def test_sparrings_grpo_gives_trls_loss_and_update_on_the_same_games(tmp_path):
     """The same rollout (same seeds), one optimizer step: TRL's GRPOTrainer (dapo loss, group std
     scaling, beta 0) and sparring's trainer move the adapter the same way. Two slots per game, so that

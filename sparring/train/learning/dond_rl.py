@@ -25,6 +25,7 @@ from typing import Any
 from sparring.errors import SparringError
 from sparring.train.learning.context import Context
 from sparring.train.learning.dond_eval import FAIR, MAX_LIVE, against, dataset, game_args, selfplay, walls
+from sparring.train.learning.online import AS_MEASURED
 from sparring.train.learning.registry import experiment
 from sparring.train.learning.report import plot_training
 from sparring.train.learning.results import Experiment, Stage, paired
@@ -59,7 +60,7 @@ def arm_config(ctx: Context, size: dict[str, Any], start: str) -> dict[str, Any]
             "num_generations": size["generations"], "prompts_per_step": size["prompts"], "max_steps": size["steps"],
             "learning_rate": LEARNING_RATE, "beta": 0.0, "format_penalty": 0.1, "train_rejected": True,
             "save_steps": 5, "seed": 0,
-            "lr_scheduler_type": "constant"}
+            "lr_scheduler_type": "constant", **AS_MEASURED}
 
 
 def _measure(ctx: Context, alias: str, name: str, size: dict[str, Any]) -> tuple[dict, dict, list[Any]]:

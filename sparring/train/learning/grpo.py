@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 from sparring.train.learning.context import Context, Played
+from sparring.train.learning.online import AS_MEASURED
 from sparring.train.learning.registry import experiment
 from sparring.train.learning.results import Experiment, Stage, mean, paired, rate
 
@@ -107,7 +108,8 @@ def run(ctx: Context) -> Experiment:
                         max_steps=size["steps"], learning_rate=LEARNING_RATE, beta=BETA, format_penalty=0.1,
                         # one short sequence per episode: activation checkpointing off is faster and
                         # fits (the full run, 2026-11-27: 9.5 GB resident at most; 8 slots: 18.5 GB)
-                        sequences_per_episode=1, gradient_checkpointing=False, output_dir=str(out))
+                        sequences_per_episode=1, gradient_checkpointing=False, output_dir=str(out),
+                        **AS_MEASURED)
     t = time.perf_counter()
     first = _train(config, out)
     train_s = time.perf_counter() - t

@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 from sparring.train.learning.context import Context, Played
+from sparring.train.learning.online import AS_MEASURED
 from sparring.train.learning.registry import experiment
 from sparring.train.learning.report import plot_training
 from sparring.train.learning.results import Experiment, Stage, mean, paired, rate
@@ -207,7 +208,7 @@ def arm_config(ctx: Context, size: dict[str, Any], start: str, arm: str) -> dict
             # refused moves are trained too (with their game's advantage): a seat whose every move was
             # refused has no accepted turn, so without them its forfeit would never reach the loss
             "beta": 0.0, "format_penalty": 0.1, "train_rejected": True, "baseline": baseline, "opponents": opponents,
-            "save_steps": 10, "seed": 0, "lr_scheduler_type": "constant"}
+            "save_steps": 10, "seed": 0, "lr_scheduler_type": "constant", **AS_MEASURED}
 
 
 @experiment("textarena-kuhn")

@@ -18,6 +18,11 @@ CURVES = ("reward", "kl", "entropy", "vf_loss", "pg_loss", "clipfrac", "zero_adv
           "cost/total_s", "cost/rollout_s", "cost/training_s", "cost/model_tokens_per_trained_token",
           "cost/training_roof_ratio")
 
+# The suite's RL figures were measured with LoRA's dropout on in the training passes (before the
+# online trainer's `disable_dropout`, default on since 2026-11-29): its arms keep that setting, so
+# each page's command reproduces the page's figures.
+AS_MEASURED: dict[str, Any] = {"disable_dropout": False}
+
 
 @dataclass
 class Arm:
@@ -50,7 +55,9 @@ def train(ctx: Context, name: str, data: dict[str, Any]) -> Arm:
 
     out = ctx.out / "online" / name
     data = {**data, "name": name, "output_dir": str(out)}
-    path = ctx.out / "configs" / f"{name}.yaml"
+    # configs/online/: the evaluation of the trained adapter runs under the same stage name and
+    # writes configs/NAME.yaml (Context.play)
+    path = ctx.out / "configs" / "online" / f"{name}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     config, file = load_grpo(str(path))

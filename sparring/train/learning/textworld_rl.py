@@ -27,7 +27,7 @@ import time
 from typing import Any
 
 from sparring.train.learning.context import Context, Played
-from sparring.train.learning.online import Arm, train
+from sparring.train.learning.online import AS_MEASURED, Arm, train
 from sparring.train.learning.registry import experiment
 from sparring.train.learning.results import Experiment, Stage, paired, rate
 from sparring.train.learning.textworld import GAME_ARGS, _gold_rows, _sft, evaluate
@@ -93,7 +93,7 @@ def _online(ctx: Context, size: dict[str, Any], start: str, algorithm: str, name
         "algorithm": algorithm, "model": ctx.model, "adapter": start,
         "learner_agent": "cook", "experiment": _experiment(ctx, size, "train", size["rl_games"], 1.0),
         "max_steps": steps, "learning_rate": 2e-5 if algorithm == "grpo" else 1e-5, "save_steps": 4, "seed": 0,
-        "sequences_per_episode": 1, "gradient_checkpointing": False}
+        "sequences_per_episode": 1, "gradient_checkpointing": False, **AS_MEASURED}
     if algorithm == "ppo":
         data.update(num_generations=1, prompts_per_step=size["episodes"],
                     ppo={"ppo_epochs": 1, "minibatch_size": 2, "kl_coef": 0.05, "lam": 0.95})

@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from sparring.train.learning.context import Context
+from sparring.train.learning.online import AS_MEASURED
 from sparring.train.learning.registry import experiment
 from sparring.train.learning.report import plot_training
 from sparring.train.learning.results import Experiment, Stage, paired
@@ -56,7 +57,7 @@ def arm_config(ctx: Context, size: dict[str, Any], start: str) -> dict[str, Any]
             "learning_rate": LEARNING_RATE, "beta": 0.0, "format_penalty": 0.1, "train_rejected": True,
             # 2 games a forward/backward: a game's history is ~1.5k tokens, and the first full run, at
             # the default 8, was killed by the OOM killer at 24 GB in its second step
-            "micro_batch_size": 2, "save_steps": 5, "seed": 0, "lr_scheduler_type": "constant"}
+            "micro_batch_size": 2, "save_steps": 5, "seed": 0, "lr_scheduler_type": "constant", **AS_MEASURED}
 
 
 @experiment("textarena-tictactoe-rl")

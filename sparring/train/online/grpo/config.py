@@ -80,6 +80,11 @@ class GRPOConfig(TuningSettings):
                              "rest are counted as dropped_calls in the log")
     gradient_checkpointing: bool = Field(True, description="recompute activations in the backward pass: less "
                                          "memory, one more forward pass per step (off: faster steps)")
+    disable_dropout: bool = Field(
+        True, description="train with every dropout off (LoRA's included), as TRL's DPO and KTO do by default: the "
+                          "training pass then computes the policy the rollout sampled from (on-policy ratio 1, no "
+                          "clipping by dropout noise) and skips the dropout masks (~20% of a LoRA training pass "
+                          "measured on CPU, benchmarks/bench_step_cost.py); false: the adapter's lora.dropout applies")
     train_rejected: bool = Field(False, description="also train the learner's rejected replies (with the episode's "
                                                     "advantage; with format_penalty this pushes them down)")
     lora: LoraSettings | None = Field(default_factory=LoraSettings)

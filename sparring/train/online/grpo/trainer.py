@@ -155,6 +155,7 @@ def _train(config: GRPOConfig, file: str, arena: Any, out: Path) -> Path:
     args = TRLConfig(output_dir=str(out / "trainer"), per_device_train_batch_size=per_step // distributed.world_size(),
                      num_generations=rollout.slots, max_steps=config.max_steps, temperature=temperature,
                      learning_rate=config.learning_rate, beta=config.beta, logging_steps=config.logging_steps,
+                     disable_dropout=config.disable_dropout,
                      **checkpoint_args(config.save_steps, config.save_total_limit), seed=config.seed,
                      bf16=cuda, use_cpu=not cuda, **checkpointing_arg(config.gradient_checkpointing),
                      **trl_vllm_args(config.vllm), **tuning_args(config, out, "grpo"),

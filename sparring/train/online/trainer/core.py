@@ -54,7 +54,7 @@ class OnlineTrainer:
         from sparring.train.online.ppo.value import ValueHead, hidden_size, load_head
         from sparring.train.online.trainer.advantages import Baselines
         from sparring.train.online.trainer.opponents import Opponents
-        from sparring.train.policy import load_policy, lora_config, with_new_adapter
+        from sparring.train.policy import disable_dropout, load_policy, lora_config, with_new_adapter
 
         self.config, self.file, self.arena, self.out = config, file, arena, out
         self.ppo = config.ppo
@@ -88,6 +88,8 @@ class OnlineTrainer:
             model = with_new_adapter(model, lora_config(settings))
         if not hasattr(model, "peft_config"):
             raise SparringError("the online trainer trains a LoRA adapter: set `lora` (or `adapter`)")
+        if config.disable_dropout:  # the training pass computes the policy the rollout sampled from
+            disable_dropout(model)
         self.model = model
         self.lora_settings = settings
         self.device = next(model.parameters()).device
