@@ -15,9 +15,10 @@ FLOP/s ÷ 6 × parameters, probed now), and the after/before ratios the targets 
 - ppo: TextWorld cooking (3 rooms, 2 ingredients, the whole history: ~1.4k-token games), the
   learner's games a step. Before: KL 0.05 (a reference pass), a scoring pass for the old
   log-probs and the values, every game padded in full, LoRA dropout on. After: KL 0, the rollout's
-  log-probs, a values-only pass, the shared prefix, no dropout in the training passes. Window: the same with an observation window (the recipe,
-  the room and inventory, the last 3 exchanges) instead of the whole history. Needs Java and
-  textworld-express (skipped without).
+  log-probs, a values-only pass, the shared prefix, no dropout in the training passes. Window:
+  the same with an observation window (the recipe, the room and inventory, the last 3 exchanges)
+  instead of the whole history (`--no-window`: left out). Needs Java and textworld-express
+  (skipped without).
 - sft: LoRA SFT, 4 rows a step of varied length. Before: padded batches. After: padding-free.
   No-dropout: padding-free with `lora.dropout` 0 (PEFT's default; sparring's SFT default stays
   0.05, a regulariser, so this prices it rather than removing waste).
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--only", default="grpo,ppo,sft,dpo", help="comma-separated parts")
     ap.add_argument("--games", type=int, default=4, help="games per GRPO and PPO step")
     ap.add_argument("--json", default=None, help="also write every step's figures to this file")
+    ap.add_argument("--no-window", action="store_true", help="ppo: leave out the observation-window variant")
     ap.add_argument("--textworld-adapter", default=None, help="PPO's start: a TextWorld SFT adapter (default: "
                     "trained here on 16 gold games, a few minutes)")
     return ap
@@ -135,7 +137,7 @@ def sft_start(work: Path, model: str) -> str:
 
 
 def ppo_part(work: Path, model: str, models_file: str, steps: int, games: int,
-             adapter: str | None = None) -> dict[str, Any] | None:
+             adapter: str | None = None, window: bool = True) -> dict[str, Any] | None:
     import shutil
 
     if shutil.which("java") is None:
@@ -162,11 +164,13 @@ def ppo_part(work: Path, model: str, models_file: str, steps: int, games: int,
                                       share_prefix=False, disable_dropout=False, **common))
     after = run_online(online_config(work, "ppo-after", model, experiment, ppo={**old, "kl_coef": 0.0},
                                      rollout_logprobs=True, share_prefix=True, **common))
+    if not window:
+        return {"before": before, "after": after}
     # an observation window instead of the whole history: the recipe (once read), the room and the
     # inventory, and the last 3 exchanges; every command is then its own, shorter, sequence
-    window = {**experiment, "game_args": {**experiment["game_args"], "history": 3, "keep_recipe": True,
+    windowed_experiment = {**experiment, "game_args": {**experiment["game_args"], "history": 3, "keep_recipe": True,
                                           "show_state": True, "history_view": "short"}}
-    windowed = run_online(online_config(work, "ppo-window", model, window, ppo={**old, "kl_coef": 0.0},
+    windowed = run_online(online_config(work, "ppo-window", model, windowed_experiment, ppo={**old, "kl_coef": 0.0},
                                         rollout_logprobs=True, share_prefix=True, **common))
     return {"before": before, "after": after, "window": windowed}
 
@@ -239,7 +243,8 @@ def main(argv: list[str] | None = None) -> None:
         if part == "grpo":
             found = grpo_part(work, model, models_file, args.steps, args.games)
         elif part == "ppo":
-            found = ppo_part(work, model, models_file, args.steps, args.games, args.textworld_adapter)
+            found = ppo_part(work, model, models_file, args.steps, args.games, args.textworld_adapter,
+                             window=not args.no_window)
         elif part in ("sft", "dpo"):
             found = trl_part(part, work, model, args.steps)
         else:

@@ -53,6 +53,12 @@ class GRPOConfig(TuningSettings):
                                                  "once (the same loss, fewer tokens through the model)")
     micro_batch_size: int = Field(8, ge=1, description="sparring's GRPO: sequences per forward/backward; the step's "
                                                        "gradients are accumulated into one optimizer step")
+    micro_batch_tokens: int | None = Field(
+        None, ge=1, description="sparring's trainer: the most token positions one forward/backward computes (the "
+                                "shared prefix once, each row's suffix padded to the longest; a longer single "
+                                "sequence runs alone) - bounds memory by tokens, not rows (GRPO's step and every "
+                                "scoring pass; PPO's shuffled minibatches are `ppo.minibatch_size` rows); none: "
+                                "micro_batch_size alone")
     model: str = Field("smollm2-135m", description="the learner's base model (a models.yaml name or a directory)")
     adapter: str | None = Field(None, description="a LoRA adapter directory of `model` to start from (e.g. an SFT "
                                 "warm start): that adapter is trained further (`lora` is then ignored) and, with "

@@ -167,10 +167,16 @@ class OnlineTrainer:
         return c
 
     def _batches(self, items: list[Item], size: int, generator: random.Random | None = None) -> list[list[Item]]:
+        """PPO's minibatches: shuffled by `generator`; otherwise in token order, cut where the
+        shared prefixes and the padding make the passes cheapest (`plan_batches`)."""
+        from sparring.train.online.trainer.batches import plan_batches
+
         order = list(range(len(items)))
         if generator is not None:
             generator.shuffle(order)
-        else:  # neighbours share prefixes: run them together
+        elif self.config.share_prefix:
+            return plan_batches(items, size, self.config.micro_batch_tokens)
+        else:  # the padded path: fixed chunks of neighbours
             order.sort(key=lambda i: items[i].ids)
         return [[items[i] for i in order[k:k + size]] for k in range(0, len(order), size)]
 
