@@ -9,16 +9,17 @@ FLOP/s ÷ 6 × parameters, probed now), and the after/before ratios the targets 
 
 - grpo: one-decision Deal or No Deal against `fair-negotiator` (the learning suite's game), 4 games
   a step. Before: TRL's GRPOTrainer with beta 0.04 (a reference pass), LoRA dropout on. After:
-  sparring's trainer, beta 0 (no reference), the rollout's log-probs (no scoring pass), the group's
-  prompt run once, no dropout in the training pass. Groups: the same with 4 groups of 4 games a
-  step (16 games generated together): its ratios are per game.
+  sparring's trainer, beta 0 (no reference), the rollout's log-probs (no scoring pass), the
+  group's prompt run once, no dropout in the training pass, the adapter merged for the rollout,
+  batches cut by cost. Groups: the same with 4 groups of 4 games a step (16 games generated
+  together): its ratios are per game.
 - ppo: TextWorld cooking (3 rooms, 2 ingredients, the whole history: ~1.4k-token games), the
   learner's games a step. Before: KL 0.05 (a reference pass), a scoring pass for the old
-  log-probs and the values, every game padded in full, LoRA dropout on. After: KL 0, the rollout's
-  log-probs, a values-only pass, the shared prefix, no dropout in the training passes. Window:
-  the same with an observation window (the recipe, the room and inventory, the last 3 exchanges)
-  instead of the whole history (`--no-window`: left out). Needs Java and textworld-express
-  (skipped without).
+  log-probs and the values, every game padded in full, LoRA dropout on, the adapter unmerged.
+  After: KL 0, the rollout's log-probs, a values-only pass, the shared prefix, no dropout in the
+  training passes, the adapter merged for the rollout, batches cut by cost. Window: the same with
+  an observation window (the recipe, the room and inventory, the last 3 exchanges) instead of the
+  whole history (`--no-window`: left out). Needs Java and textworld-express (skipped without).
 - sft: LoRA SFT, 4 rows a step of varied length. Before: padded batches. After: padding-free.
   No-dropout: padding-free with `lora.dropout` 0 (PEFT's default; sparring's SFT default stays
   0.05, a regulariser, so this prices it rather than removing waste).
@@ -161,7 +162,8 @@ def ppo_part(work: Path, model: str, models_file: str, steps: int, games: int,
               "learning_rate": 1e-5, "sequences_per_episode": 1, "adapter": adapter}
     old = {"ppo_epochs": 1, "minibatch_size": 2, "kl_coef": 0.05}
     before = run_online(online_config(work, "ppo-before", model, experiment, ppo=old, rollout_logprobs=False,
-                                      share_prefix=False, disable_dropout=False, **common))
+                                      share_prefix=False, disable_dropout=False, merge_rollout=False,
+                                      **common))
     after = run_online(online_config(work, "ppo-after", model, experiment, ppo={**old, "kl_coef": 0.0},
                                      rollout_logprobs=True, share_prefix=True, **common))
     if not window:

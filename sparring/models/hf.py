@@ -271,7 +271,8 @@ class HFModel(Model):
             with self.model.disable_adapter():
                 yield
         else:
-            self.model.set_adapter(name)
+            if self.model.active_adapter != name:  # PEFT's set_adapter unmerges a merged adapter
+                self.model.set_adapter(name)
             yield
 
     @contextmanager

@@ -157,6 +157,45 @@ def test_training_passes_run_without_dropout_so_the_on_policy_ratio_is_one(tmp_p
 
 
 @pytest.mark.slow
+def test_the_rollout_runs_with_the_adapter_merged_and_training_with_it_unmerged(tmp_path):
+    """merge_rollout (the default): the games are played with the LoRA merged into the base
+    weights; every scoring and training pass sees it unmerged (its gradients reach the adapter),
+    the base weights come back to float rounding, and the rollout's log-probs still equal the
+    training pass's (on-policy ratio 1)."""
+    from peft.tuners.tuners_utils import BaseTunerLayer
+
+    arena, trainer = trainer_for(config_file(tmp_path, learning_rate=1e-2))
+    try:
+        layers = [m for m in trainer.model.modules() if isinstance(m, BaseTunerLayer)]
+        frozen = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if "lora_" not in n}
+        adapter = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if "lora_B" in n}
+        merged_while_playing = []
+        play = trainer.arena.play
+
+        def spy(jobs):
+            before = all(m.merged for m in layers)
+            records = play(jobs)  # nothing in the generation path unmerged it
+            merged_while_playing.append(before and all(m.merged for m in layers))
+            return records
+
+        trainer.arena.play = spy
+        points = [trainer.train_step(s) for s in range(2)]
+        assert merged_while_playing == [True, True] and not any(m.merged for m in layers)
+        after = dict(trainer.model.named_parameters())
+        assert all(not torch_equal(after[n], p) for n, p in adapter.items())  # the adapter trained
+        assert max(float((after[n] - p).abs().max()) for n, p in frozen.items()) < 1e-5
+        assert all(p["trained_tokens"] > 0 and p["approx_kl"] < 1e-9 for p in points)
+    finally:
+        arena.close()
+
+
+def torch_equal(a, b) -> bool:
+    import torch
+
+    return bool(torch.equal(a.detach(), b))
+
+
+@pytest.mark.slow
 def test_sparrings_grpo_gives_trls_loss_and_update_on_the_same_games(tmp_path):
     """The same rollout (same seeds), one optimizer step: TRL's GRPOTrainer (dapo loss, group std
     scaling, beta 0) and sparring's trainer move the adapter the same way. Two slots per game, so that

@@ -18,10 +18,11 @@ CURVES = ("reward", "kl", "entropy", "vf_loss", "pg_loss", "clipfrac", "zero_adv
           "cost/total_s", "cost/rollout_s", "cost/training_s", "cost/model_tokens_per_trained_token",
           "cost/training_roof_ratio")
 
-# The suite's RL figures were measured with LoRA's dropout on in the training passes (before the
-# online trainer's `disable_dropout`, default on since 2026-11-29): its arms keep that setting, so
-# each page's command reproduces the page's figures.
-AS_MEASURED: dict[str, Any] = {"disable_dropout": False}
+# The suite's RL figures were measured with LoRA's dropout on in the training passes and the
+# adapter unmerged in the rollout (before the online trainer's `disable_dropout` and
+# `merge_rollout`, default on since 2026-11-29): its arms keep those settings, so each page's
+# command reproduces the page's figures.
+AS_MEASURED: dict[str, Any] = {"disable_dropout": False, "merge_rollout": False}
 
 
 @dataclass

@@ -140,7 +140,17 @@ class OnlineTrainer:
 
         planned = self.jobs(step)
         c = Collected()
-        c.records = self.arena.play([job for job, _, _ in planned])
+        self.model.set_adapter("default")
+        merge = self.config.merge_rollout and self.config.opponents.mode != "league"
+        if merge:  # generation then runs the plain base layers: no LoRA matmuls a decoded token
+            self.model.merge_adapter()
+            self.learner.clear_prefix_cache()  # states cached by the other form of the weights
+        try:
+            c.records = self.arena.play([job for job, _, _ in planned])
+        finally:
+            if merge:
+                self.model.unmerge_adapter()  # before any pass that needs the LoRA (its gradients)
+                self.learner.clear_prefix_cache()
         self.model.set_adapter("default")  # league games switch adapters; train the learner's
         players = self.arena.exp.seat_players
 
