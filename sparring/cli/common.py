@@ -32,8 +32,17 @@ def print_error(err: BaseException) -> None:
 
 def run_guarded(call: Callable[[], object]) -> None:
     """Run a command line app: a user error (`SparringError`, a config's `ValidationError`) raised
-    outside a command's own handling is one red message and exit 2; Ctrl-C is exit 130, no traceback.
+    outside a command's own handling is one red message and exit 2; Ctrl-C is exit 130, no traceback,
+    wherever it lands (the imports below load torch: an interrupt during them is caught too).
     Under `accelerate launch` the process group is destroyed on the way out, whatever the outcome."""
+    try:
+        _run_reporting_user_errors(call)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        sys.exit(130)
+
+
+def _run_reporting_user_errors(call: Callable[[], object]) -> None:
     from sparring.errors import SparringError
     from sparring.train import distributed
 
@@ -47,6 +56,3 @@ def run_guarded(call: Callable[[], object]) -> None:
             raise
         print_error(err)
         sys.exit(EXIT_USER_ERROR)
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        sys.exit(130)

@@ -206,6 +206,29 @@ def test_ctrl_c_during_start_up_prints_no_traceback(tmp_path):
     assert "Traceback" not in err + out
 
 
+def test_ctrl_c_while_run_guarded_imports_torch_is_exit_130_without_a_traceback(monkeypatch, capsys):
+    """The interrupt of the test above, made deterministic: it lands in the first thing `run_guarded`
+    does, importing the distributed module (torch). It was outside the guard (seen once in CI: rc -2,
+    a traceback ending in `from sparring.train import distributed`)."""
+    import sparring.train
+    from sparring.cli.common import run_guarded
+
+    class Interrupting:
+        def find_spec(self, name, path=None, target=None):
+            if name == "sparring.train.distributed":
+                raise KeyboardInterrupt
+            return None
+
+    monkeypatch.delitem(sys.modules, "sparring.train.distributed", raising=False)
+    monkeypatch.delattr(sparring.train, "distributed", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [Interrupting(), *sys.meta_path])
+    called = []
+    with pytest.raises(SystemExit) as exit_:
+        run_guarded(lambda: called.append(1))
+    assert exit_.value.code == 130 and not called
+    assert "error: interrupted" in capsys.readouterr().err
+
+
 def test_a_server_that_is_gone_stops_the_run_early_and_exits_non_zero(tmp_path):
     server = FakeAPIServer().start()
     url = server.openai_base_url
