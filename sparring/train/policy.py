@@ -6,6 +6,8 @@ forward 7x slower on CPU). QLoRA loads the base in 4 bits through bitsandbytes (
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +210,21 @@ def disable_dropout(model: Any) -> int:
     for m in found:
         m.p = 0.0
     return len(found)
+
+
+@contextmanager
+def merged_adapter(model: Any, on_switch: Callable[[], None]) -> Iterator[None]:
+    """The active LoRA adapter folded into the base weights for the block (PEFT's `merge_adapter`:
+    generation then runs plain layers, no LoRA matmuls a token), unmerged after it whatever happens
+    (training needs the adapter's own weights for its gradients). `on_switch` runs at both switches,
+    e.g. to drop states cached under the other form of the weights."""
+    model.merge_adapter()
+    on_switch()
+    try:
+        yield
+    finally:
+        model.unmerge_adapter()
+        on_switch()
 
 
 def save_adapter(model: Any, tokenizer: Any, out: str | Path, state_dict: dict[str, Any] | None = None) -> Path:

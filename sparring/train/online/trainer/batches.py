@@ -1,5 +1,6 @@
-"""Micro-batches for the passes that need no shuffling (GRPO's accumulated step, every scoring
-pass): the items in token order, cut where the compute is least.
+"""The online trainer's micro-batches: PPO's minibatches shuffled; the passes that need no
+shuffling (GRPO's accumulated step, every scoring pass) in token order, cut where the compute is
+least.
 
 Why not fixed chunks: `forward` runs the prefix every item of a batch shares once and pads each
 row's own suffix to the batch's longest. A chunk that straddles two GRPO groups shares only what
@@ -12,27 +13,26 @@ The loss is the same sum over the same tokens whatever the cut.
 
 from __future__ import annotations
 
-from sparring.train.online.trainer.forward import MIN_SHARED
+import random
+
+from sparring.train.online.trainer.forward import batch_cost, common_prefix
 from sparring.train.online.trainer.items import Item
 
 CALL_COST = 32  # tokens' worth of one more batch (its decoder calls' fixed cost and LoRA's small ops)
 
 
-def _lcp(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    k = 0
-    while k < n and a[k] == b[k]:
-        k += 1
-    return k
-
-
-def batch_cost(lengths: list[int], shared: int) -> int:
-    """Positions `forward` computes for rows of these lengths sharing a `shared`-token prefix."""
-    n, width = len(lengths), max(lengths)
-    shared = min(shared, min(lengths) - 1) if n > 1 else 0
-    if shared < MIN_SHARED:
-        return n * width
-    return shared + n * (width - shared)
+def micro_batches(items: list[Item], size: int, generator: random.Random | None = None,
+                  share_prefix: bool = True, max_positions: int | None = None) -> list[list[Item]]:
+    """PPO's minibatches: shuffled by `generator`, `size` at a time; otherwise in token order, cut
+    by cost (`plan_batches`) where the passes share prefixes, in fixed chunks where they pad."""
+    if generator is None and share_prefix:
+        return plan_batches(items, size, max_positions)
+    order = list(range(len(items)))
+    if generator is not None:
+        generator.shuffle(order)
+    else:
+        order.sort(key=lambda i: items[i].ids)
+    return [[items[i] for i in order[k:k + size]] for k in range(0, len(order), size)]
 
 
 def plan_batches(items: list[Item], size: int, max_positions: int | None = None) -> list[list[Item]]:
@@ -43,7 +43,7 @@ def plan_batches(items: list[Item], size: int, max_positions: int | None = None)
     n = len(seqs)
     if n == 0:
         return []
-    adjacent = [_lcp(seqs[k].ids, seqs[k + 1].ids) for k in range(n - 1)]  # sorted: a run's LCP is their min
+    adjacent = [common_prefix(seqs[k:k + 2]) for k in range(n - 1)]  # sorted: a run's common prefix is their min
     best = [0] + [-1] * n
     cut = [0] * (n + 1)
     for j in range(1, n + 1):

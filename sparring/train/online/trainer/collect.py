@@ -37,3 +37,19 @@ class Collected:
         self.rewards: dict[Key, list[float]] = {}  # (episode, seat) -> turn rewards (sum = episode reward)
         self.groups: dict[Key, int] = {}
         self.kept: dict[int, Any] = {}
+
+    def seat_rewards(self) -> dict[str, float]:
+        """Mean reward per trained role (self-play: both seats' curves)."""
+        by: dict[str, list[float]] = {}
+        for (_, seat), r in self.rewards.items():
+            by.setdefault(seat, []).append(sum(r))
+        return {f"reward/{seat}": sum(v) / len(v) for seat, v in sorted(by.items())} if len(by) > 1 else {}
+
+    def game_metrics(self) -> dict[str, float]:
+        """The kept games' numeric outcome metrics (score, success, ...), averaged."""
+        sums: dict[str, list[float]] = {}
+        for r in self.kept.values():
+            for k, v in (r.outcome.metrics if r.outcome else {}).items():
+                if isinstance(v, bool | int | float) and not isinstance(v, str):
+                    sums.setdefault(f"game/{k}", []).append(float(v))
+        return {k: sum(v) / len(v) for k, v in sums.items()}

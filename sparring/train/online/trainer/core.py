@@ -17,7 +17,8 @@ then, for every trained seat of every game:
    GRPO one optimizer step per step, its sequences `micro_batch_size` at a time (accumulated), the
    loss normalised by the step's trained tokens (DAPO, TRL's default).
 Every pass runs the prefix its batch shares once (`forward.py`), and every step reports where its
-time and tokens went (`step_cost.py`). The parts: what a step plays (`collect.py`), the credit
+time and tokens went (`step_cost.py`). The parts: what a step plays (`collect.py`), its
+micro-batches (`batches.py`), the credit
 (`advantages.py`), the loss (`losses.py`), the optimizer (`optim.py`), checkpoints
 (`checkpoint.py`); the run around it (steps, evaluation, checkpoints) is `run.py`.
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import random
 import warnings
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -137,20 +139,14 @@ class OnlineTrainer:
         from sparring.train.online.credit import turn_rewards
         from sparring.train.online.grpo.rollout import LEARNER
         from sparring.train.online.grpo.sequence import check_sampled, learner_sequences
+        from sparring.train.policy import merged_adapter
 
         planned = self.jobs(step)
         c = Collected()
         self.model.set_adapter("default")
-        merge = self.config.merge_rollout and self.config.opponents.mode != "league"
-        if merge:  # generation then runs the plain base layers: no LoRA matmuls a decoded token
-            self.model.merge_adapter()
-            self.learner.clear_prefix_cache()  # states cached by the other form of the weights
-        try:
+        merge = self.config.merge_rollout and self.config.opponents.mode != "league"  # leagues switch adapters
+        with merged_adapter(self.model, self.learner.clear_prefix_cache) if merge else nullcontext():
             c.records = self.arena.play([job for job, _, _ in planned])
-        finally:
-            if merge:
-                self.model.unmerge_adapter()  # before any pass that needs the LoRA (its gradients)
-                self.learner.clear_prefix_cache()
         self.model.set_adapter("default")  # league games switch adapters; train the learner's
         players = self.arena.exp.seat_players
 
@@ -177,18 +173,9 @@ class OnlineTrainer:
         return c
 
     def _batches(self, items: list[Item], size: int, generator: random.Random | None = None) -> list[list[Item]]:
-        """PPO's minibatches: shuffled by `generator`; otherwise in token order, cut where the
-        shared prefixes and the padding make the passes cheapest (`plan_batches`)."""
-        from sparring.train.online.trainer.batches import plan_batches
+        from sparring.train.online.trainer.batches import micro_batches  # torch: imported when training
 
-        order = list(range(len(items)))
-        if generator is not None:
-            generator.shuffle(order)
-        elif self.config.share_prefix:
-            return plan_batches(items, size, self.config.micro_batch_tokens)
-        else:  # the padded path: fixed chunks of neighbours
-            order.sort(key=lambda i: items[i].ids)
-        return [[items[i] for i in order[k:k + size]] for k in range(0, len(order), size)]
+        return micro_batches(items, size, generator, self.config.share_prefix, self.config.micro_batch_tokens)
 
     def score(self, items: list[Item], cost: StepCost) -> None:
         """Old and reference log-probabilities and old values, without gradients — only the passes
@@ -317,8 +304,8 @@ class OnlineTrainer:
                                  "reward": sum(outcome) / len(outcome) if outcome else None,
                                  "turns": sum(map(len, c.rewards.values())),
                                  "trained_tokens": sum(len(it.positions) for it in c.items)}
-        point.update(self._seat_rewards(c))
-        point.update(self._game_metrics(c.kept.values()))
+        point.update(c.seat_rewards())
+        point.update(c.game_metrics())
         if c.items:
             self.score(c.items, cost)
             point.update(self.advantages(c))
@@ -332,22 +319,6 @@ class OnlineTrainer:
         self.cost = cost
         self.after_step(step + 1)
         return point
-
-    def _seat_rewards(self, c: Collected) -> dict[str, float]:
-        """Mean reward per trained role (self-play: both seats' curves)."""
-        by: dict[str, list[float]] = {}
-        for (_, seat), r in c.rewards.items():
-            by.setdefault(seat, []).append(sum(r))
-        return {f"reward/{seat}": sum(v) / len(v) for seat, v in sorted(by.items())} if len(by) > 1 else {}
-
-    def _game_metrics(self, records: Any) -> dict[str, float]:
-        """The games' numeric outcome metrics (score, success, ...), averaged."""
-        sums: dict[str, list[float]] = {}
-        for r in records:
-            for k, v in (r.outcome.metrics if r.outcome else {}).items():
-                if isinstance(v, bool | int | float) and not isinstance(v, str):
-                    sums.setdefault(f"game/{k}", []).append(float(v))
-        return {k: sum(v) / len(v) for k, v in sums.items()}
 
     # -- league --------------------------------------------------------------------------------
     def after_step(self, done: int) -> None:

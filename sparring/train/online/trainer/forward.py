@@ -39,6 +39,21 @@ def common_prefix(items: list[Item]) -> int:
     return n
 
 
+def shared_length(lengths: list[int], common: int, share_prefix: bool = True) -> int:
+    """How many leading tokens `hidden_states` runs once for rows of these lengths that share
+    `common` tokens: every row keeps at least one token of its own, and a prefix under MIN_SHARED
+    is not worth the second decoder call (0: every row padded in full)."""
+    shared = min(common, min(lengths) - 1) if share_prefix and len(lengths) > 1 else 0
+    return shared if shared >= MIN_SHARED else 0
+
+
+def batch_cost(lengths: list[int], common: int) -> int:
+    """Positions `hidden_states` computes for rows of these lengths sharing `common` tokens: the
+    shared prefix once, each row's rest padded to the longest."""
+    shared = shared_length(lengths, common)
+    return shared + len(lengths) * (max(lengths) - shared)
+
+
 def _cache_kwarg(decoder: Any) -> str:
     """The keyword the decoder takes its key/value cache by (`cache` in current transformers 5.x,
     `past_key_values` in the 5.0 releases)."""
@@ -56,8 +71,8 @@ def hidden_states(model: Any, items: list[Item], pad_id: int, share_prefix: bool
     device = next(model.parameters()).device
     n, width = len(items), max(len(it.ids) for it in items)
     real = sum(len(it.ids) for it in items)
-    shared = min(common_prefix(items), min(len(it.ids) for it in items) - 1) if share_prefix and n > 1 else 0
-    if shared < MIN_SHARED:
+    shared = shared_length([len(it.ids) for it in items], common_prefix(items) if share_prefix else 0)
+    if not shared:
         ids = torch.full((n, width), pad_id, dtype=torch.long, device=device)
         mask = torch.zeros((n, width), dtype=torch.long, device=device)
         for b, it in enumerate(items):
