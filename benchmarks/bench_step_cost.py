@@ -87,17 +87,17 @@ def ratios(part: str, before: dict[str, float], after: dict[str, float], per: fl
 
 # -- online parts -----------------------------------------------------------------------------------
 def online_config(work: Path, name: str, model: str, experiment: dict[str, Any], **extra: Any) -> Any:
-    from sparring.train.online.grpo.config import GRPOConfig
+    from sparring.train.online.config import OnlineConfig
 
-    return GRPOConfig.model_validate({"name": name, "model": model, "learner_agent": "learner",
+    return OnlineConfig.model_validate({"name": name, "model": model, "learner_agent": "learner",
                                       "experiment": experiment, "output_dir": str(work / name), "save_steps": 0,
                                       "seed": 0, "lr_scheduler_type": "constant", **extra})
 
 
 def run_online(config: Any) -> list[dict[str, Any]]:
-    from sparring.train.online.grpo.trainer import read_log, run_grpo
+    from sparring.train.online.launch import read_log, run_online
 
-    run_grpo(config, "<benchmark>")
+    run_online(config, "<benchmark>")
     out = Path(str(config.output_dir))
     if config.engine == "trl":
         return read_log(out / "rewards.jsonl")
@@ -105,7 +105,7 @@ def run_online(config: Any) -> list[dict[str, Any]]:
 
 
 def grpo_part(work: Path, model: str, models_file: str, steps: int, games: int) -> dict[str, Any]:
-    from sparring.train.learning.grpo import SIZES, _experiment
+    from sparring.learning.experiments.grpo import SIZES, _experiment
 
     size = {**SIZES["full"], "tokens": 16}
     experiment = {**_experiment(size, "train", 40, "learner"), "models_file": models_file}
@@ -125,8 +125,8 @@ def sft_start(work: Path, model: str) -> str:
     PPO starts from one there; from the base model the commands are rarely valid and do not end
     cleanly, so a game's turns do not extend one conversation and the step costs are not a PPO
     run's."""
-    from sparring.train.learning.context import Context
-    from sparring.train.learning.textworld import SIZES, _gold_rows, _sft
+    from sparring.learning.context import Context
+    from sparring.learning.experiments.textworld_sft import SIZES, _gold_rows, _sft
 
     ctx = Context(out=work / "textworld-sft", size="full", model=model, label="bench")
     ctx.write_models()
@@ -149,7 +149,7 @@ def ppo_part(work: Path, model: str, models_file: str, steps: int, games: int,
     except ImportError:
         print("  ppo: skipped (pip install -e '.[textworld]')")
         return None
-    from sparring.train.learning.textworld import GAME_ARGS, WORLD
+    from sparring.learning.experiments.textworld_sft import GAME_ARGS, WORLD
 
     experiment = {"game": "textworld_cooking", "game_args": {**GAME_ARGS, "max_steps": 24},
                   "dataset": {"name": "cookingworld", "split": "train", "limit": 32, "args": {"params": WORLD}},
@@ -226,7 +226,8 @@ def trl_part(kind: str, work: Path, model: str, steps: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
-    from sparring.train.learning.speed import count_params, matmul_flops
+    from sparring.learning.speed import count_params
+    from sparring.train.step_cost import matmul_flops
 
     work = Path(tempfile.mkdtemp(prefix="bench-step-cost-"))
     model = args.model
@@ -279,7 +280,7 @@ def write_models(work: Path, model: str) -> Path:
     """A models file with the base model as `learner`'s base and the shipped scripted partner."""
     import yaml
 
-    from sparring.train.learning.context import shipped_scripted
+    from sparring.learning.context import shipped_scripted
 
     entry = {"backend": "hf", "args": {"model": model}} if Path(model).is_dir() else None
     models = {**shipped_scripted(), **({"bench-base": entry} if entry else {})}

@@ -4,7 +4,7 @@
     python scripts/run_grpo.py --configuration grpo-quickstart [--dry-run] [--max-minutes M] [--restart]
     python scripts/run_grpo.py --configuration ppo-textworld
 
-Same as `sparring train grpo CONFIG`.
+Same as `sparring train online CONFIG` (`sparring train grpo`, its former name, still works).
 """
 
 import sys

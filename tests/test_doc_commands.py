@@ -44,7 +44,7 @@ bash scripts/gpu_check.sh run [--kit DIR] --out DIR --only <parts>
 |---|---|
 | `sparring train sft\\|dpo DATA -o OUT` | train |
 
-Alone on the machine: `OMP_NUM_THREADS=2 python benchmarks/bench_learning.py --only grpo --output runs/g`.
+Alone on the machine: `OMP_NUM_THREADS=2 python scripts/run_learning.py --only grpo --output runs/g`.
 '''
 
 
@@ -60,7 +60,7 @@ def test_the_extractor_finds_fenced_continued_and_inline_commands():
         CommandLine(23, "python benchmarks/bench_train.py [--model tiny] [--steps N] [--batch-size N ...]"),
         CommandLine(24, "bash scripts/gpu_check.sh run [--kit DIR] --out DIR --only <parts>"),
         CommandLine(29, "sparring train sft|dpo DATA -o OUT"),
-        CommandLine(31, "OMP_NUM_THREADS=2 python benchmarks/bench_learning.py --only grpo --output runs/g"),
+        CommandLine(31, "OMP_NUM_THREADS=2 python scripts/run_learning.py --only grpo --output runs/g"),
     ]
     assert segments("A=1 sparring run x \\\n --seed 3 # note") == [["A=1", "sparring", "run", "x", "--seed", "3"]]
     assert segments("pip install -e '.[dev]' && sparring models list | grep smol; sparring data list 2>&1 > out") == [
@@ -83,7 +83,7 @@ def test_the_sample_commands_are_checked_and_pass():
         (23, "python benchmarks/bench_train.py --model tiny --steps N --batch-size N"),
         (24, "bash scripts/gpu_check.sh run --kit DIR --out DIR --only parts"),
         (29, "sparring train sft"),
-        (31, "OMP_NUM_THREADS=2 python benchmarks/bench_learning.py --only grpo --output runs/g"),
+        (31, "OMP_NUM_THREADS=2 python scripts/run_learning.py --only grpo --output runs/g"),
     ]
     assert [str(r) for r in results if r.error] == []
 

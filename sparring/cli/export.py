@@ -109,7 +109,7 @@ def clembench(run: Path = typer.Argument(..., help="A run directory (played by s
               output: Path = typer.Option(..., "--output", "-o", help="Output folder (clembench's results "
                                           "layout: <model pair>/<game>/<experiment>/episode_N/).")) -> None:
     """A run in clembench's layout (interactions.json + scores.json per episode), for clembench's tools."""
-    from sparring.records.clembench_export import export_run
+    from sparring.records.clembench.export import export_run
 
     counts = export_run(run, output)
     typer.echo(f"wrote {sum(counts.values())} episode(s) to {output}: "

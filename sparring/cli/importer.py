@@ -18,7 +18,7 @@ def clembench(path: Path = typer.Argument(..., help="A clembench results folder 
     """clembench episodes (interactions.json, scores.json) as one sparring run: report, serve and export it."""
     from rich.console import Console
 
-    from sparring.records.clembench import import_tree
+    from sparring.records.clembench.reader import import_tree
 
     console = Console()
     result = import_tree(path, output, name)

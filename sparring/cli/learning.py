@@ -1,6 +1,7 @@
-"""`sparring bench-learning --suite quick|full --output DIR`: the learning suite (does playing
-make the model better on held-out instances?). Same as `python benchmarks/bench_learning.py`; the
-logic lives in `sparring.train.learning`."""
+"""`sparring learning --suite quick|full --output DIR`: the learning suite (does playing make the
+model better on held-out instances?). Same as `python scripts/run_learning.py`; the logic lives in
+`sparring.learning`. (`sparring bench` is the model benchmark, clemscore; `benchmarks/` holds the
+speed benchmarks.)"""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import typer
 
 
-def bench_learning(
+def learning(
     suite: str = typer.Option("quick", "--suite", "-s", help="quick (tiny model, toy sizes, minutes) or full "
                               "(the bundled model at the issue's sizes, hours on a CPU)."),
     output: Path = typer.Option(..., "--output", "-o", help="Output directory: learning.json, learning.md, "
@@ -23,7 +24,7 @@ def bench_learning(
                                          "fetch dond-dialogues`."),
 ) -> None:
     """Train on some instances, measure held-out ones before and after, with 95% intervals."""
-    from sparring.train.learning.suite import run_suite
+    from sparring.learning.suite import run_suite
 
     picked = [x.strip() for x in only.split(",") if x.strip()] if only else None
     paths = run_suite(suite, output, picked, data={"dond-dialogues": dond_data} if dond_data else None)
@@ -31,5 +32,6 @@ def bench_learning(
 
 
 def register(app: typer.Typer) -> None:
-    """Add `bench-learning` to the root `sparring` app."""
-    app.command("bench-learning")(bench_learning)
+    """Add `learning` to the root `sparring` app (`bench-learning`, its former name, kept as a hidden alias)."""
+    app.command("learning")(learning)
+    app.command("bench-learning", hidden=True)(learning)

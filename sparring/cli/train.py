@@ -1,6 +1,7 @@
 """`sparring train sft|dpo|kto DATA -o OUT [--config FILE]`, `sparring train loop CONFIG` (iterative
 DPO and self-play SFT; also `scripts/run_iterative_dpo.py`, `scripts/run_selfplay_sft.py`) and
-`sparring train grpo CONFIG` (`scripts/run_grpo.py`); `scripts/run_sft.py` is `train sft`.
+`sparring train online CONFIG` (online RL, GRPO or PPO; `train grpo` is the same command, its former
+name; `scripts/run_grpo.py`); `scripts/run_sft.py` is `train sft`.
 
 Every command takes `--dry-run` (validate everything, print the plan, load no weights) and
 `--max-minutes` (save a checkpoint and stop; the same command resumes). A rerun whose config
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import typer
 
-from sparring.train.loop_state import RESTART_HELP
+from sparring.train.loop.state import RESTART_HELP
 
 app = typer.Typer(no_args_is_help=True, help="Train on exported rows (TRL + PEFT) or run a training loop.")
 
@@ -130,8 +131,8 @@ def loop(configuration: str = typer.Argument(..., help="Loop config name (config
 
     from sparring.train import distributed
     from sparring.train.checkpoints import TrainingStopped
-    from sparring.train.loop import Loop
-    from sparring.train.loop_config import load_loop
+    from sparring.train.loop.config import load_loop
+    from sparring.train.loop.driver import Loop
 
     console = Console(soft_wrap=True, quiet=not distributed.is_main())
     config, file = load_loop(configuration)
@@ -142,7 +143,7 @@ def loop(configuration: str = typer.Argument(..., help="Loop config name (config
         from sparring.train.dry_run import loop_plan, print_loop_plan
 
         if restart_from:
-            from sparring.train.loop_state import parse_stage
+            from sparring.train.loop.state import parse_stage
 
             parse_stage(restart_from)
             console.print(f"(--restart-from {restart_from} is not applied in a dry run)")
@@ -156,8 +157,8 @@ def loop(configuration: str = typer.Argument(..., help="Loop config name (config
     console.print(f"loop report: {report}")
 
 
-@app.command("grpo")
-def grpo(configuration: str = typer.Argument(..., help="Online RL config name (configs/train/NAME.yaml) or path."),
+@app.command("online")
+def online(configuration: str = typer.Argument(..., help="Online RL config name (configs/train/NAME.yaml) or path."),
          dry_run: bool = DryRun, max_minutes: float | None = Minutes, restart: bool = Restart,
          report_to: list[str] | None = ReportTo) -> None:
     """Online RL, GRPO or PPO (`algorithm:`): the learner plays whole games through the engine; the
@@ -166,10 +167,10 @@ def grpo(configuration: str = typer.Argument(..., help="Online RL config name (c
 
     from sparring.train import distributed
     from sparring.train.checkpoints import TrainingStopped
-    from sparring.train.online.grpo.trainer import load_grpo, run_grpo
+    from sparring.train.online.launch import load_online, run_online
 
     console = Console(soft_wrap=True, quiet=not distributed.is_main())
-    config, file = load_grpo(configuration)
+    config, file = load_online(configuration)
     updates = {k: v for k, v in (("max_minutes", max_minutes), ("report_to", report_to)) if v is not None}
     if updates:
         config = config.model_copy(update=updates)
@@ -179,10 +180,13 @@ def grpo(configuration: str = typer.Argument(..., help="Online RL config name (c
         print_grpo_plan(console, grpo_plan(config, file))
         return
     try:
-        console.print(f"GRPO report: {run_grpo(config, file, restart=restart)}")
+        console.print(f"{config.algorithm.upper()} report: {run_online(config, file, restart=restart)}")
     except TrainingStopped as stopped:
         console.print(f"[yellow]{stopped}[/yellow]")
         raise typer.Exit(EXIT_INCOMPLETE) from None
+
+
+app.command("grpo", help="The same as `sparring train online` (its former name).")(online)
 
 
 def register(root: typer.Typer) -> None:
@@ -195,7 +199,7 @@ ConfigArg = typer.Argument(None, metavar="[CONFIGURATION]", help="The same as --
 
 def _script_app(prog: str, help_text: str, grpo_script: bool = False) -> typer.Typer:
     """The command line of a training script: `--configuration X [options]`, the same as `sparring
-    train loop|grpo X [options]`, with the script's own --help. Built without running it (the
+    train loop|online X [options]`, with the script's own --help. Built without running it (the
     `*_main` functions run it; tests/test_doc_commands.py parses the docs' command lines with it)."""
     from sparring.errors import SparringError
 
@@ -211,7 +215,7 @@ def _script_app(prog: str, help_text: str, grpo_script: bool = False) -> typer.T
         def run_grpo_script(positional: str | None = ConfigArg, configuration: str | None = Configuration,
                             dry_run: bool = DryRun, max_minutes: float | None = Minutes,
                             restart: bool = Restart, report_to: list[str] | None = ReportTo) -> None:
-            grpo(name(configuration, positional), dry_run=dry_run, max_minutes=max_minutes, restart=restart,
+            online(name(configuration, positional), dry_run=dry_run, max_minutes=max_minutes, restart=restart,
                  report_to=report_to)
     else:
         @app.command(help=help_text)

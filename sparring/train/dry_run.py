@@ -80,7 +80,7 @@ def _experiment_plan(data: dict[str, Any], tmp: Path, name: str) -> dict[str, An
 
 def loop_plan(config: Any, file: str) -> dict[str, Any]:
     """Validate a loop config and every nested spec; the plan per iteration."""
-    from sparring.train.loop import Loop, base_entry
+    from sparring.train.loop.driver import Loop, base_entry
 
     loop = Loop(config, file)
     loop.tracker.check(persist=False)
@@ -161,9 +161,9 @@ def grpo_plan(config: Any, file: str) -> dict[str, Any]:
     """Validate a GRPO config (experiment, learner, base model) and its plan; no weights."""
     from sparring.engine.play import Arena
     from sparring.models.scripted import ScriptedModel
-    from sparring.train.online.grpo.rollout import LEARNER
-    from sparring.train.online.grpo.trainer import check_config, state_for
+    from sparring.train.online.launch import check_config, state_for
     from sparring.train.online.learner import experiment_models_file
+    from sparring.train.online.rollout import LEARNER
 
     check_config(config, file)
     check_base(config.model, experiment_models_file(config, file))

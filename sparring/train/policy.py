@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,32 +36,55 @@ def base_spec(model: str, models_file: str | None = None) -> Any:
     return spec
 
 
+@dataclass(frozen=True)
+class Base:
+    """A base model resolved once (the registry read once, the hub checked once): its `hf`
+    arguments, what `from_pretrained` loads, and the keywords it loads with."""
+
+    name: str
+    args: dict[str, Any]
+    source: str
+    kwargs: dict[str, Any]
+
+    def tokenizer_source(self) -> str:
+        """Where the tokenizer loads from (a hub id: its tokenizer_config.json checked)."""
+        from sparring.models.hub import resolve_source
+
+        if self.source != str(self.args["model"]):  # a local directory (or a snapshot already fetched)
+            return self.source
+        return resolve_source(str(self.args["model"]), "model", "tokenizer_config.json", self.args.get("revision"))
+
+
+def resolve(model: str, models_file: str | None = None) -> Base:
+    """The base model `model` names (a registry name, a Hugging Face id or a directory)."""
+    from sparring.models.hub import load_kwargs, resolve_source
+
+    spec = base_spec(model, models_file)
+    args = {"model": str(Path(model).expanduser())} if spec is None else dict(spec.args)
+    source = resolve_source(str(args["model"]), "model", None, args.get("revision"))
+    kwargs = {**load_kwargs(source, args.get("revision")), "trust_remote_code": bool(args.get("trust_remote_code", False))}
+    return Base(model, args, source, kwargs)
+
+
 def base_args(model: str, models_file: str | None = None) -> dict[str, Any]:
     """The `hf` arguments of a base model (`{"model": path}` for a directory)."""
     spec = base_spec(model, models_file)
     return {"model": str(Path(model).expanduser())} if spec is None else dict(spec.args)
 
 
-def resolve_base(model: str, filename: str | None = None, models_file: str | None = None) -> str:
+def resolve_base(model: str, models_file: str | None = None) -> str:
     """What `from_pretrained` loads for a model name, Hugging Face id or path: a local directory
-    or a hub id whose repository was checked (downloading `filename`, default config.json)."""
-    from sparring.models.hub import resolve_source
-
-    args = base_args(model, models_file)
-    return resolve_source(str(args["model"]), "model", filename, args.get("revision"))
+    or a hub id whose repository was checked."""
+    return resolve(model, models_file).source
 
 
 def base_kwargs(model: str, models_file: str | None = None) -> dict[str, Any]:
     """`from_pretrained` keywords of a base model: revision and offline switch for hub ids,
     `trust_remote_code` as its spec says."""
-    from sparring.models.hub import load_kwargs
-
-    args = base_args(model, models_file)
-    return {**load_kwargs(resolve_base(model, models_file=models_file), args.get("revision")),
-            "trust_remote_code": bool(args.get("trust_remote_code", False))}
+    return resolve(model, models_file).kwargs
 
 
-def load_tokenizer(model: str, models_file: str | None = None) -> Any:
+def load_tokenizer(model: str | Base, models_file: str | None = None) -> Any:
     """The base model's tokenizer with the chat template the `hf` backend plays with (the spec's
     `chat_template`, the tokenizer's own, or the plain one for base models), so a model is
     trained on exactly the text it is prompted with."""
@@ -68,9 +92,9 @@ def load_tokenizer(model: str, models_file: str | None = None) -> Any:
 
     from sparring.models.hf_load import chat_template
 
-    source = resolve_base(model, "tokenizer_config.json", models_file)
-    tokenizer = AutoTokenizer.from_pretrained(source, **base_kwargs(model, models_file))
-    tokenizer.chat_template = chat_template(tokenizer, base_args(model, models_file).get("chat_template"))
+    base = model if isinstance(model, Base) else resolve(model, models_file)
+    tokenizer = AutoTokenizer.from_pretrained(base.tokenizer_source(), **base.kwargs)
+    tokenizer.chat_template = chat_template(tokenizer, base.args.get("chat_template"))
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
@@ -89,8 +113,8 @@ def load_policy(settings: TrainSettings, trainable: bool = True) -> tuple[Any, A
     from transformers import AutoModelForCausalLM
 
     models_file = settings.models_file
-    source = resolve_base(settings.model, models_file=models_file)
-    kwargs: dict[str, Any] = base_kwargs(settings.model, models_file)
+    base = resolve(settings.model, models_file)  # once: the registry and the hub are read here only
+    kwargs: dict[str, Any] = dict(base.kwargs)
     if use_cuda():
         kwargs["dtype"] = torch.bfloat16
         if settings.quantization:
@@ -105,16 +129,16 @@ def load_policy(settings: TrainSettings, trainable: bool = True) -> tuple[Any, A
     elif settings.quantization:
         raise ConfigError(f"quantization {settings.quantization!r} (bitsandbytes) needs a CUDA GPU; remove it to "
                           "train in full precision on CPU", key="quantization")
-    tokenizer = load_tokenizer(settings.model, models_file)
+    tokenizer = load_tokenizer(base)
     try:
-        model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(base.source, **kwargs)
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot load model {settings.model!r}: {str(exc).splitlines()[0][:300]}",
                           key="model") from None
     if settings.adapter:
         from peft import PeftModel
 
-        check_adapter(settings.adapter, settings.model, models_file)
+        check_adapter(settings.adapter, settings.model, models_file, source=base.source)
         try:
             model = PeftModel.from_pretrained(model, settings.adapter, is_trainable=trainable)  # type: ignore[assignment]
         except (RuntimeError, ValueError, KeyError) as e:  # size mismatch, target modules not in this base
@@ -130,10 +154,11 @@ SHAPE_KEYS = ("model_type", "hidden_size", "intermediate_size", "num_hidden_laye
               "num_key_value_heads", "vocab_size")
 
 
-def check_adapter(adapter: str, model: str, models_file: str | None = None) -> None:
+def check_adapter(adapter: str, model: str, models_file: str | None = None, source: str | None = None) -> None:
     """A clear ConfigError (key `adapter`) unless `adapter` is a LoRA adapter directory whose recorded
     base has the same architecture as `model`'s (reads two small JSON files, no weights). A base it
-    records but that is not on this machine is not an error: loading then checks every shape."""
+    records but that is not on this machine is not an error: loading then checks every shape.
+    `source`: `model` already resolved (`Base.source`)."""
     import json
 
     path = Path(adapter).expanduser()
@@ -152,7 +177,7 @@ def check_adapter(adapter: str, model: str, models_file: str | None = None) -> N
                           "trained further", key="adapter")
     recorded = config.get("base_model_name_or_path")
     theirs = _shape(str(recorded)) if recorded else None
-    ours = _shape(resolve_base(model, models_file=models_file))
+    ours = _shape(source or resolve_base(model, models_file))
     if theirs and ours and theirs != ours:
         diff = ", ".join(f"{k} {theirs.get(k)} vs {ours.get(k)}" for k in SHAPE_KEYS if theirs.get(k) != ours.get(k))
         raise ConfigError(f"adapter {adapter!r} is a LoRA of {recorded!r}, not of the base model {model!r} "

@@ -12,7 +12,7 @@ Tokens: `forward_tokens` = tokens fed through the model by scoring and training 
 counted, padding excluded), `padded_tokens` = the same with padding, `trained_tokens` = tokens
 carrying loss. Two ratios make steps of different sizes comparable: model tokens per trained
 token, and training tokens/s ÷ the machine's training roof (fp32 matmul FLOP/s ÷ 6 × parameters,
-`sparring.train.learning.speed`), probed in the same run.
+`sparring.learning.speed`), probed in the same run.
 """
 
 from __future__ import annotations
@@ -114,11 +114,23 @@ def line(summary: dict[str, Any]) -> str:
     return text
 
 
+def matmul_flops(size: int = 1024, repeats: int = 5) -> float:
+    """Best-of-`repeats` fp32 FLOP/s of one `size`² matmul on this machine (all torch threads)."""
+    import torch
+
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    a @ b  # warm up
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - t)
+    return 2 * size**3 / best
+
+
 def roof_tokens_per_s(model: Any, flops: float | None = None) -> float:
     """This machine's training roof for `model` (a loaded module): matmul FLOP/s ÷ (6 × parameters),
     the FLOP/s probed now unless given."""
-    from sparring.train.learning.speed import matmul_flops
-
     params = sum(p.numel() for p in model.parameters())
     return (flops or matmul_flops()) / (6 * params) if params else 0.0
 

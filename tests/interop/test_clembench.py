@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from sparring.cli.root import app
 from sparring.errors import SparringError
-from sparring.records.clembench import import_tree
-from sparring.records.clembench_export import export_run
+from sparring.records.clembench.export import export_run
+from sparring.records.clembench.reader import import_tree
 from sparring.records.reader import iter_records
 
 from .clembench_tree import TABOO_1, TABOO_2, build
@@ -74,7 +74,7 @@ def test_a_taboo_episode_keeps_what_each_player_saw_its_models_and_its_scores(im
 
 
 def test_nothing_is_half_written(tmp_path, monkeypatch):
-    from sparring.records import clembench
+    from sparring.records.clembench import reader as clembench
 
     tree = build(tmp_path / "tree", broken=False)
     (tmp_path / "taken").mkdir()

@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from sparring.cli.root import app
 from sparring.gameapi.game import Outcome
-from sparring.records.clembench import import_tree
-from sparring.records.clembench_export import export_run
-from sparring.records.clembench_scores import played_scores
+from sparring.records.clembench.export import export_run
+from sparring.records.clembench.reader import import_tree
+from sparring.records.clembench.scores import played_scores
 from sparring.records.reader import iter_records
 from sparring.records.record import EpisodeRecord, SeatRecord
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sparring.records.clembench import import_tree
-from sparring.records.clembench_export import export_run
+from sparring.records.clembench.export import export_run
+from sparring.records.clembench.reader import import_tree
 from sparring.records.reader import iter_records
 
 SAMPLE = Path(__file__).parent / "data" / "clembench-v2.0"

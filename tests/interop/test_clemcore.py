@@ -24,8 +24,8 @@ import pytest
 from typer.testing import CliRunner
 
 from sparring.cli.root import app
-from sparring.records.clembench import import_tree
-from sparring.records.clembench_export import export_run
+from sparring.records.clembench.export import export_run
+from sparring.records.clembench.reader import import_tree
 from sparring.records.reader import iter_records
 
 from .clembench_tree import build

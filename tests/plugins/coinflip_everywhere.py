@@ -44,8 +44,8 @@ out["bench"] = json.loads((work / "bench" / "bench.json").read_text())
 import yaml  # noqa: E402
 
 from sparring.models.tiny import save_tiny_model  # noqa: E402
-from sparring.train.loop import Loop  # noqa: E402
-from sparring.train.loop_config import load_loop  # noqa: E402
+from sparring.train.loop.config import load_loop  # noqa: E402
+from sparring.train.loop.driver import Loop  # noqa: E402
 
 selfplay = yaml.safe_load((work / "coins.yaml").read_text())
 selfplay["agents"]["g"]["sampling"] = {"max_new_tokens": 4, "temperature": 1.0}

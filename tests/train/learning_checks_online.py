@@ -2,7 +2,7 @@
 (`one_decision_game.py`, which the caller imports: it registers the game): a start that succeeds
 about 0.4 of the time, an optimum of 1.0 (always a reply in the rewarded half).
 
-- GRPO and PPO (`run_grpo(GRPOConfig)`, the entry point of `scripts/run_grpo.py`): the saved
+- GRPO and PPO (`run_online(OnlineConfig)`, the entry point of `scripts/run_grpo.py`): the saved
   adapter, played 64 games at the learner's temperature 1, earns >= 0.9 of the optimum, and the
   logged per-step reward shows it (its last 3 steps >= the start + 0.2).
 - PPO's critic: on the same game with fixed returns (every reply earns 1, no KL term), the value
@@ -63,12 +63,12 @@ ONLINE_CHECK: dict[str, dict[str, Any]] = {
 def online_config(tiny: Path, out: Path, check: str, rule: str = "half", **overrides: Any) -> Any:
     """A run of `ONLINE_CHECK[check]`: 16 games a step (2 topics x a group of 8), LoRA r=8, no
     checkpoints."""
-    from sparring.train.online.grpo.config import GRPOConfig
+    from sparring.train.online.config import OnlineConfig
 
     settings = {"name": f"check-{check}", "model": str(tiny), "output_dir": str(out), "experiment": experiment(rule),
                 "num_generations": 8, "prompts_per_step": 2, "sequences_per_episode": 1,
                 "gradient_checkpointing": False, "save_steps": 0, **ONLINE_CHECK[check], **overrides}
-    return GRPOConfig(**settings)
+    return OnlineConfig(**settings)
 
 
 def step_log(out: Path) -> list[dict[str, Any]]:
@@ -81,10 +81,10 @@ def step_log(out: Path) -> list[dict[str, Any]]:
 
 def check_online(tiny: Path, out: Path, check: str, **overrides: Any) -> Verdict:
     """Train one of `ONLINE_CHECK` on the one-decision game and judge the saved adapter."""
-    from sparring.train.online.grpo.trainer import run_grpo
+    from sparring.train.online.launch import run_online
 
     config = online_config(tiny, out, check, **overrides)
-    run_grpo(config)
+    run_online(config)
     curve = [float(step["reward"]) for step in step_log(out)]
     start, final = play_rate(tiny, None), play_rate(tiny, out / "adapter")
     v = Verdict({"start_rate": start, "first_steps_reward": sum(curve[:3]) / 3,
@@ -107,10 +107,10 @@ def check_value(tiny: Path, out: Path, **overrides: Any) -> Verdict:
     """PPO on fixed returns (every reply earns 1, `kl_coef` 0): the critic learns them. Its head
     starts at zero, so its loss starts at 0.5 x 1^2 = 0.5; it must end below a tenth of that (a
     rate that makes the first step's loss explode and then fall is no pass)."""
-    from sparring.train.online.grpo.trainer import run_grpo
+    from sparring.train.online.launch import run_online
 
     settings = {"max_steps": 6, "ppo": {"kl_coef": 0.0, "value_lr": VALUE_LR}, **overrides}
-    run_grpo(online_config(tiny, out, "ppo", rule="constant", **settings))
+    run_online(online_config(tiny, out, "ppo", rule="constant", **settings))
     losses = [float(step["vf_loss"]) for step in step_log(out)]
     v = Verdict({"vf_loss_first": losses[0], "vf_loss_last": losses[-1]})
     v.require(losses[-1] < 0.05, f"the value loss ended at {losses[-1]:.3g}, not below 0.05 (a tenth of a zero "
@@ -129,8 +129,8 @@ def check_expert_iteration(tiny: Path, out: Path, keep: str = "above_avg", **tra
     (the task is to fit them, not to generalise) beside the base."""
     import yaml
 
-    from sparring.train.loop import Loop
-    from sparring.train.loop_config import load_loop
+    from sparring.train.loop.config import load_loop
+    from sparring.train.loop.driver import Loop
 
     policy = {**experiment()["agents"]["learner"], "model": "ignored"}
     selfplay = {**experiment(repeats=4), "agents": {"policy": policy}}

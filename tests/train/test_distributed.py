@@ -111,7 +111,7 @@ def test_grpo_groups_split_over_two_processes_play_the_episodes_of_one_process()
     from sparring.engine.play import Arena
     from sparring.models.scripted import ScriptedModel
     from sparring.models.tiny import tiny_tokenizer
-    from sparring.train.online.grpo.rollout import EpisodeRollout, prompt_rows
+    from sparring.train.online.rollout import EpisodeRollout, prompt_rows
 
     from .test_grpo import dond, partner
 
@@ -243,8 +243,8 @@ def episode_ids(run_dir: str) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.timeout(600)  # two `accelerate launch` runs and one in-process iteration: 112 s on 2 loaded cores
 def test_a_dpo_iteration_on_two_processes_plays_once_writes_once_and_trains_what_one_process_trains(tmp_path, tiny):
-    from sparring.train.loop import Loop
-    from sparring.train.loop_config import load_loop
+    from sparring.train.loop.config import load_loop
+    from sparring.train.loop.driver import Loop
 
     two = dpo_loop_config(tmp_path, tiny, "two", batch_size=2)  # 2 processes x 2 pairs = 4 pairs a step
     result = launch(tmp_path, ["scripts/run_iterative_dpo.py", "--configuration", str(two)], watch=tmp_path / "two")

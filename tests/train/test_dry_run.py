@@ -90,7 +90,9 @@ def test_grpo_dry_run_checks_and_names_the_starting_adapter(tmp_path, no_weights
     (lora / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "base_model_name_or_path": None}))
     data["adapter"] = str(lora)
     path.write_text(yaml.safe_dump(data))
-    assert cli("train", "grpo", str(path), "--dry-run") == 0
+    assert cli("train", "online", str(path), "--dry-run") == 0
+    assert f"from adapter {lora}" in " ".join(capsys.readouterr().out.split())
+    assert cli("train", "grpo", str(path), "--dry-run") == 0  # the command's former name still works
     assert f"from adapter {lora}" in " ".join(capsys.readouterr().out.split())
 
 

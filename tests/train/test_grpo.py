@@ -17,8 +17,8 @@ from sparring.errors import ConfigError
 from sparring.models.hf import HFModel
 from sparring.models.scripted import ScriptedModel
 from sparring.models.tiny import tiny_model
-from sparring.train.online.grpo.rollout import EpisodeRollout, episode_reward, parse_prompt, prompt_rows
-from sparring.train.online.grpo.sequence import learner_sequences
+from sparring.train.online.rollout import EpisodeRollout, episode_reward, parse_prompt, prompt_rows
+from sparring.train.online.sequence import learner_sequences
 
 # the shipped grpo-quickstart game settings: prefilled proposals, untagged replies taken as messages
 QUICKSTART_ARGS = {"objective": "self", "max_turns": 6, "untagged_as_message": True, "prefill_proposals": True,
@@ -193,17 +193,17 @@ def test_calls_whose_prompts_extend_share_one_sequence(tiny):
 
 
 def test_a_greedy_learner_is_a_config_error_before_any_weights_load(tmp_path):
-    from sparring.train.online.grpo.config import GRPOConfig
-    from sparring.train.online.grpo.trainer import run_grpo
+    from sparring.train.online.config import OnlineConfig
+    from sparring.train.online.launch import run_online
 
     cfg = dond()
     cfg["agents"]["learner"]["sampling"] = {"max_new_tokens": 5}  # temperature defaults to 0
     (tmp_path / "m.yaml").write_text(yaml.safe_dump({"models": {"partner": {"backend": "scripted"}}}))
     cfg["models_file"] = str(tmp_path / "m.yaml")
-    config = GRPOConfig(name="t", model=str(tmp_path / "no-such-model"), output_dir=str(tmp_path / "out"),
+    config = OnlineConfig(name="t", model=str(tmp_path / "no-such-model"), output_dir=str(tmp_path / "out"),
                         experiment=cfg, num_generations=2)
     with pytest.raises(ConfigError, match="temperature is 0") as err:
-        run_grpo(config, "grpo.yaml")
+        run_online(config, "grpo.yaml")
     assert err.value.key == "experiment.agents.learner.sampling.temperature" and "grpo.yaml" in str(err.value)
 
 
@@ -247,14 +247,14 @@ def test_rollouts_of_a_single_player_game_score_the_learner_alone(tiny):
 def tiny_grpo(tmp_path, **settings):
     """Two GRPO steps of 2 DoND games on a tiny model against a scripted partner, into tmp_path/out."""
     from sparring.models.tiny import save_tiny_model
-    from sparring.train.online.grpo.config import GRPOConfig
+    from sparring.train.online.config import OnlineConfig
 
     path = save_tiny_model(tmp_path / "tiny")
     (tmp_path / "m.yaml").write_text(yaml.safe_dump({"models": {"partner": {"backend": "scripted", "args": {
         "mode": "cycle", "texts": ["[message] hi", "[propose] (1 books, 0 hats, 0 balls)"]}}}}))
     experiment = dond(max_new_tokens=5)
     experiment["models_file"] = str(tmp_path / "m.yaml")
-    return GRPOConfig(name="t", model=str(path), output_dir=str(tmp_path / "out"), num_generations=2, max_steps=2,
+    return OnlineConfig(name="t", model=str(path), output_dir=str(tmp_path / "out"), num_generations=2, max_steps=2,
                       sequences_per_episode=3, format_penalty=0.1, experiment=experiment, **settings)
 
 
@@ -267,7 +267,7 @@ def test_grpo_steps_on_a_tiny_model_with_the_quickstart_game_settings(tmp_path, 
     import trl
 
     from sparring.train.arguments import checkpointing_arg
-    from sparring.train.online.grpo.trainer import run_grpo
+    from sparring.train.online.launch import run_online
 
     cfg = tiny_grpo(tmp_path, gradient_checkpointing=checkpointing)
     trainers = []
@@ -278,7 +278,7 @@ def test_grpo_steps_on_a_tiny_model_with_the_quickstart_game_settings(tmp_path, 
             trainers.append(self)
 
     monkeypatch.setattr(trl, "GRPOTrainer", Recording)
-    report = run_grpo(cfg)
+    report = run_online(cfg)
     (name,) = checkpointing_arg(True)  # `activation_checkpointing` from transformers 5.24, else the old name
     assert getattr(trainers[0].args, name) is checkpointing
     curve = [json.loads(line) for line in (tmp_path / "out" / "rewards.jsonl").read_text().splitlines()]
@@ -295,7 +295,7 @@ def test_per_step_logs_keep_one_entry_per_step_and_a_resume_trims_the_lost_steps
     """A run stopped after logging step 3 but with its last checkpoint at step 2 logs step 3
     again when resumed: the logs keep one entry per step (the last), and the resume drops the
     entries of steps whose weights were lost."""
-    from sparring.train.online.grpo.trainer import read_log, trim_logs
+    from sparring.train.online.launch import read_log, trim_logs
 
     rewards, rollouts = tmp_path / "rewards.jsonl", tmp_path / "rollouts.jsonl"
     rewards.write_text("".join(json.dumps({"step": s, "reward": r}) + "\n" for s, r in [(1, 0.1), (2, 0.2), (3, 0.3)]))
@@ -314,14 +314,14 @@ def test_a_resumed_grpo_run_logs_each_step_once(tmp_path):
     checkpoint and the curve and report hold steps 1 and 2 once each."""
     import shutil
 
-    from sparring.train.online.grpo.trainer import run_grpo
+    from sparring.train.online.launch import run_online
 
     out = tmp_path / "out"
     cfg = tiny_grpo(tmp_path, save_steps=1, save_total_limit=2)
-    run_grpo(cfg)
+    run_online(cfg)
     shutil.rmtree(out / "trainer" / "checkpoint-2")
     shutil.rmtree(out / "adapter")
-    report = run_grpo(cfg)
+    report = run_online(cfg)
     lines = [json.loads(line) for line in (out / "rewards.jsonl").read_text().splitlines()]
     assert [p["step"] for p in lines] == [1, 2]
     assert [json.loads(line)["rollout"] for line in (out / "rollouts.jsonl").read_text().splitlines()] == [1, 2]

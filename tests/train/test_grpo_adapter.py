@@ -12,7 +12,7 @@ import yaml
 
 from sparring.errors import ConfigError
 from sparring.train.config import TrainSettings
-from sparring.train.online.grpo.config import GRPOConfig
+from sparring.train.online.config import OnlineConfig
 from sparring.train.policy import check_adapter, load_policy
 
 DOND = {"game": "dond", "game_args": {"objective": "self", "max_turns": 6, "untagged_as_message": True,
@@ -57,13 +57,13 @@ def bases(tmp_path_factory):
 
 
 def test_a_missing_or_non_lora_adapter_is_a_clear_config_error_before_anything_runs(tmp_path, bases):
-    from sparring.train.online.grpo.trainer import run_grpo
+    from sparring.train.online.launch import run_online
 
     tiny, _ = bases
-    cfg = GRPOConfig(name="t", model=str(tiny), adapter=str(tmp_path / "nope"), output_dir=str(tmp_path / "out"),
+    cfg = OnlineConfig(name="t", model=str(tiny), adapter=str(tmp_path / "nope"), output_dir=str(tmp_path / "out"),
                      experiment=DOND)
     with pytest.raises(ConfigError, match="does not exist") as e:
-        run_grpo(cfg)
+        run_online(cfg)
     assert e.value.key == "adapter" and not (tmp_path / "out").exists()  # nothing written, nothing loaded
     (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match="no adapter_config.json"):
@@ -98,17 +98,17 @@ def test_grpo_continues_the_starting_adapter_with_it_as_the_kl_reference(tmp_pat
     most ~lr per weight (Adam's first step), far from a fresh LoRA (B = 0); its rank is the
     adapter's (the config's `lora` is ignored); with beta > 0 the KL reference is the starting
     adapter (KL 0 at step 1) and TRL's frozen `ref` copy of it is not saved."""
-    from sparring.train.online.grpo.trainer import run_grpo
+    from sparring.train.online.launch import run_online
 
     tiny, _ = bases
     start = make_adapter(tiny, tmp_path / "start", r=4)
     (tmp_path / "m.yaml").write_text(yaml.safe_dump({"models": {"partner": {"backend": "scripted", "args": {
         "mode": "cycle", "texts": ["[message] hi", "[propose] (1 books, 0 hats, 0 balls)"]}}}}))
     lr = 1e-3
-    cfg = GRPOConfig(name="t", model=str(tiny), adapter=str(start), output_dir=str(tmp_path / "out"),
+    cfg = OnlineConfig(name="t", model=str(tiny), adapter=str(start), output_dir=str(tmp_path / "out"),
                      num_generations=2, max_steps=1, sequences_per_episode=3, learning_rate=lr, beta=0.04,
                      save_steps=0, experiment={**DOND, "models_file": str(tmp_path / "m.yaml")})
-    run_grpo(cfg)
+    run_online(cfg)
     saved_dir = tmp_path / "out" / "adapter"
     assert json.loads((saved_dir / "adapter_config.json").read_text())["r"] == 4  # not lora.r = 8
     before, after = lora_weights(start), lora_weights(saved_dir)

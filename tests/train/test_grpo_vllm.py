@@ -18,9 +18,9 @@ from fastapi import Request
 from sparring.engine.play import Arena
 from sparring.models.scripted import ScriptedModel
 from sparring.models.tiny import tiny_tokenizer
-from sparring.train.online.grpo.config import GRPOConfig, VLLMSettings
-from sparring.train.online.grpo.rollout import EpisodeRollout, prompt_rows
-from sparring.train.online.grpo.vllm_rollout import ServedVLLM, trl_vllm_args, vllm_learner
+from sparring.train.online.config import OnlineConfig, VLLMSettings
+from sparring.train.online.rollout import EpisodeRollout, prompt_rows
+from sparring.train.online.trl.vllm import ServedVLLM, trl_vllm_args, vllm_learner
 
 
 def _fake_server_class():
@@ -100,7 +100,7 @@ def test_trl_takes_the_vllm_settings(tmp_path):
     assert args.vllm_mode == "colocate" and args.vllm_gpu_memory_utilization == 0.5
     assert args.vllm_max_model_length == 4096 and args.vllm_server_base_url is None
     with pytest.raises(ValueError, match="mode"):
-        GRPOConfig(experiment={}, vllm={"mode": "remote"})
+        OnlineConfig(experiment={}, vllm={"mode": "remote"})
 
 
 def test_without_vllm_the_trainers_own_model_generates(tmp_path):

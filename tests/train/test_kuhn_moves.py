@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from sparring.train.learning.kuhn import moves_by_card
+from sparring.learning.experiments.textarena_kuhn import moves_by_card
 
 
 def _call(player: str, card: str, text: str) -> SimpleNamespace:
@@ -26,7 +26,7 @@ def test_moves_are_read_per_card_as_textarena_reads_them():
 def test_information_sets_and_the_scored_strategy():
     import math
 
-    from sparring.train.learning.kuhn import infoset, strategy
+    from sparring.learning.experiments.textarena_kuhn import infoset, strategy
     from sparring.types import Message
 
     first = "[GAME] ### Starting round 1 out of 1 rounds. Your card is: 'J'\n[GAME] Your available actions are: '[check]', '[bet]'"

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from sparring.train.learning import debate, debate_evidence
-from sparring.train.learning.context import Context, shipped_scripted
-from sparring.train.learning.debate_behaviour import speech_features
+from sparring.learning.context import Context, shipped_scripted
+from sparring.learning.debate_behaviour import speech_features
+from sparring.learning.experiments import debate_dpo as debate
+from sparring.learning.experiments import debate_dpo_evidence as debate_evidence
 
 
 @pytest.mark.parametrize("size", ["quick", "full"])

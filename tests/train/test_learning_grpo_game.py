@@ -20,8 +20,8 @@ def _counts(request: GenerateRequest) -> str:
 
 def test_every_game_is_the_partners_message_then_one_learner_proposal_then_its_answer():
     from sparring.engine.play import Arena
+    from sparring.learning.experiments import grpo
     from sparring.models.scripted import ScriptedModel
-    from sparring.train.learning import grpo
 
     shipped = resources.files("sparring") / "configs" / "experiments" / "models" / "scripted.yaml"
     entry = yaml.safe_load(shipped.read_text(encoding="utf-8"))["models"]["fair-negotiator"]

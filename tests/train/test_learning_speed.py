@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import pytest
 
 from sparring.errors import SparringError
+from sparring.learning.context import Context, Played
+from sparring.learning.results import Experiment, mean
 from sparring.records.record import CallRecord, EpisodeRecord, SeatRecord
-from sparring.train.learning.context import Context, Played
-from sparring.train.learning.results import Experiment, mean
 from sparring.types import Completion, Message, Sampling, Usage
 
 
@@ -37,7 +37,7 @@ def record(i: int, calls: list[CallRecord]) -> EpisodeRecord:
 
 
 def test_the_rollout_reference_runs_the_engines_calls_of_the_measured_model_with_their_sampling(tiny_dir):
-    from sparring.train.learning.speed import engine_rate, rollout_ratio
+    from sparring.learning.speed import engine_rate, rollout_ratio
 
     mine = Sampling(max_new_tokens=3, temperature=0.0, stop=["\n"])
     records = [record(i, [call("tiny", f"offer {i}", 3, mine, prefix="[propose] ("),
@@ -56,7 +56,7 @@ def test_the_rollout_reference_runs_the_engines_calls_of_the_measured_model_with
 def test_no_ratio_is_computed_from_a_session_that_did_not_play_or_train(tiny_dir):
     """A resumed suite skips the held-out games an earlier session stored and may have nothing
     left to train: its play and training times do not cover that work, so no ratio is given."""
-    from sparring.train.learning.speed import rollout_ratio, training_ratio
+    from sparring.learning.speed import rollout_ratio, training_ratio
 
     records = [record(i, [call("tiny", f"offer {i}", 3, Sampling(max_new_tokens=3))]) for i in range(4)]
     resumed = Played(records, 0.5, Path("."), 0.4, 0.04, stored=4)
@@ -67,7 +67,7 @@ def test_no_ratio_is_computed_from_a_session_that_did_not_play_or_train(tiny_dir
 
 
 def test_training_tokens_per_row_kind_and_rows_seen(tiny_dir):
-    from sparring.train.learning.speed import row_tokens, run_tokens
+    from sparring.learning.speed import row_tokens, run_tokens
 
     prompt = [{"role": "user", "content": "What do you offer?"}]
     a, b = [{"role": "assistant", "content": "All the books."}], [{"role": "assistant", "content": "No."}]
@@ -83,7 +83,7 @@ def test_training_tokens_per_row_kind_and_rows_seen(tiny_dir):
 
 
 class FakeLoop:
-    """What `run_iterations` reads of `sparring.train.loop.Loop`: config, stage(), state."""
+    """What `run_iterations` reads of `sparring.train.loop.driver.Loop`: config, stage(), state."""
 
     def __init__(self, root: Path, instances: list[list[str]]):
         self.root, self.instances, self.ran = root, instances, []
@@ -106,7 +106,7 @@ class FakeLoop:
 
 
 def test_run_iterations_times_every_stage_registers_evaluates_and_checks_disjointness(tmp_path, tiny_dir):
-    from sparring.train.learning.loops import run_iterations
+    from sparring.learning.loops import run_iterations
 
     ctx = Context(out=tmp_path, size="quick", model=str(tiny_dir), label="tiny")
     exp = Experiment("x", "", "tiny", "score", training_ids=[], heldout_ids=["h1", "h2"])
@@ -132,7 +132,7 @@ def test_run_iterations_times_every_stage_registers_evaluates_and_checks_disjoin
 
 
 def test_grpo_starts_from_the_dond_warm_start_when_the_suite_registered_it(tmp_path):
-    from sparring.train.learning.grpo import start_adapter
+    from sparring.learning.experiments.grpo import start_adapter
 
     ctx = Context(out=tmp_path, size="quick", model="smollm2-135m", label="smollm2-135m")
     assert start_adapter(ctx) == (None, None)

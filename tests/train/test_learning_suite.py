@@ -9,7 +9,7 @@ import math
 import pytest
 
 from sparring.errors import SparringError
-from sparring.train.learning.results import Experiment, Stage, check_disjoint, mean, paired, rate
+from sparring.learning.results import Experiment, Stage, check_disjoint, mean, paired, rate
 
 
 def test_a_held_out_set_that_overlaps_training_is_refused():
@@ -42,7 +42,7 @@ def _experiment() -> Experiment:
 
 
 def test_the_suite_writes_json_markdown_and_a_curve_per_experiment(tmp_path):
-    from sparring.train.learning.report import write_suite
+    from sparring.learning.report import write_suite
 
     paths = write_suite(tmp_path, "quick", [_experiment()], {"machine": "test"})
     data = json.loads(paths["json"].read_text())
@@ -58,10 +58,10 @@ def test_the_suite_writes_json_markdown_and_a_curve_per_experiment(tmp_path):
 
 
 def test_run_suite_runs_registered_experiments_and_keeps_going_after_a_failure(tmp_path, monkeypatch):
-    from sparring.train.learning import suite
-    from sparring.train.learning.registry import EXPERIMENTS
+    from sparring.learning import suite
+    from sparring.learning.registry import EXPERIMENTS
 
-    monkeypatch.setattr(suite, "_register_all", lambda: None)
+    monkeypatch.setattr(suite, "load_experiments", lambda: EXPERIMENTS)
     monkeypatch.setattr(suite, "quick_model", lambda out: "smollm2-135m")
     monkeypatch.setitem(EXPERIMENTS, "good", lambda ctx: _experiment())
 
@@ -123,7 +123,7 @@ def test_the_quote_judge_is_registered_as_a_scripted_model():
 
 
 def test_check_results_flags_failures_missing_experiments_and_overlaps(tmp_path):
-    from sparring.train.learning.report import check_results, write_suite
+    from sparring.learning.report import check_results, write_suite
 
     paths = write_suite(tmp_path, "quick", [_experiment()], {"failures": {}})
     assert check_results(paths["json"], ["toy"]) == []
@@ -139,8 +139,9 @@ def test_check_results_flags_failures_missing_experiments_and_overlaps(tmp_path)
 
 @pytest.mark.parametrize("size", ["quick", "full"])
 def test_the_loop_experiments_build_valid_loop_configs(tmp_path, size):
-    from sparring.train.learning import debate, dond
-    from sparring.train.learning.context import Context
+    from sparring.learning.context import Context
+    from sparring.learning.experiments import debate_dpo as debate
+    from sparring.learning.experiments import dond_selfplay as dond
 
     ctx = Context(out=tmp_path, size=size, model="smollm2-135m", label="smollm2-135m")
     d = debate._loop_config(ctx, debate.SIZES[size], str(tmp_path / "warm"))
@@ -161,9 +162,9 @@ def test_the_loop_experiments_build_valid_loop_configs(tmp_path, size):
 def test_registered_adapters_become_model_specs_and_transfer_picks_the_final_ones(tmp_path):
     import yaml
 
+    from sparring.learning.context import Context
+    from sparring.learning.experiments.transfer import finals, trained_game
     from sparring.models.registry import load_model_specs
-    from sparring.train.learning.context import Context
-    from sparring.train.learning.transfer import finals, trained_game
 
     ctx = Context(out=tmp_path, size="quick", model="smollm2-135m", label="smollm2-135m")
     adapter = tmp_path / "a"
@@ -188,17 +189,31 @@ def test_the_cli_command_refuses_an_unknown_suite(tmp_path):
     from sparring.cli import main
 
     with pytest.raises(SystemExit) as e:
-        main(["bench-learning", "--suite", "huge", "--output", str(tmp_path)])
+        main(["learning", "--suite", "huge", "--output", str(tmp_path)])
     assert e.value.code == 2
 
 
 def test_the_cli_help_names_every_experiment_of_the_suite():
-    """`sparring bench-learning --help` lists the experiments without importing the suite (the help
+    """`sparring learning --help` lists the experiments without importing the suite (the help
     stays instant), so the list is written out: it must name every experiment the suite runs."""
     import inspect
 
-    from sparring.cli.learning import bench_learning
-    from sparring.train.learning.suite import ORDER
+    from sparring.cli.learning import learning
+    from sparring.learning.suite import ORDER
 
-    help_text = inspect.signature(bench_learning).parameters["only"].default.help
+    help_text = inspect.signature(learning).parameters["only"].default.help
     assert all(name in help_text for name in ORDER), help_text
+
+
+def test_every_experiment_of_the_suite_is_one_module_named_as_the_experiment():
+    """The registry is a scan of `sparring.learning.experiments`: each name in the suite's order is
+    registered by the module of the same name, and nothing else is registered."""
+    import inspect
+
+    from sparring.learning.registry import load_experiments
+    from sparring.learning.suite import ORDER
+
+    found = load_experiments()
+    assert set(ORDER) <= set(found)
+    for name in ORDER:
+        assert inspect.getmodule(found[name]).__name__ == f"sparring.learning.experiments.{name.replace('-', '_')}"

@@ -8,8 +8,8 @@ import json
 import pytest
 import yaml
 
-from sparring.train.loop import Loop
-from sparring.train.loop_config import load_loop
+from sparring.train.loop.config import load_loop
+from sparring.train.loop.driver import Loop
 
 pytestmark = pytest.mark.slow  # trains a tiny model four times: about a minute on 2 CPU cores
 

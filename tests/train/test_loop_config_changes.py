@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from sparring.train.fingerprint import ConfigChanged
-from sparring.train.loop import Loop
-from sparring.train.loop_config import load_loop
+from sparring.train.loop.config import load_loop
+from sparring.train.loop.driver import Loop
 
 
 @pytest.fixture
@@ -115,9 +115,9 @@ def test_restart_from_rejects_an_unknown_stage(tmp_path, stub_stages):
 
 def test_grpo_output_remembers_its_config(tmp_path):
     """GRPO: a changed config stops the rerun naming the key; more steps or a time limit do not."""
-    from sparring.train.online.grpo.trainer import load_grpo, state_for
+    from sparring.train.online.launch import load_online, state_for
 
-    config, file = load_grpo("grpo-quickstart")
+    config, file = load_online("grpo-quickstart")
     config = config.model_copy(update={"output_dir": str(tmp_path / "grpo")})
     state_for(config, file).start()
     state_for(config.model_copy(update={"max_steps": 40, "max_minutes": 5.0}), file).check()

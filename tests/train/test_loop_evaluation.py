@@ -11,7 +11,7 @@ from rich.console import Console
 
 from sparring.analysis.report import write_report
 from sparring.engine.run import RunOptions, run_experiment
-from sparring.train.loop_eval import evaluation_summary
+from sparring.train.loop.evaluation import evaluation_summary
 
 CONFIGS = Path(__file__).parents[2] / "sparring" / "configs" / "experiments"
 
@@ -84,8 +84,8 @@ def test_the_evaluation_matchups_fit_the_games_seats(tmp_path, config, policy, e
     game plays the new policy against the base, the previous policy and itself."""
     import yaml
 
-    from sparring.train.loop import Loop
-    from sparring.train.loop_config import LoopConfig
+    from sparring.train.loop.config import LoopConfig
+    from sparring.train.loop.driver import Loop
 
     selfplay = yaml.safe_load((CONFIGS / config).read_text())
     cfg = LoopConfig.model_validate({"method": "sft", "alias": "p", "output_dir": str(tmp_path), "policy_agent": policy,
@@ -101,8 +101,8 @@ def test_the_loops_evaluate_stage_reads_no_report(tmp_path, monkeypatch):
     import yaml
 
     import sparring.analysis.report as report
-    from sparring.train.loop import Loop
-    from sparring.train.loop_config import LoopConfig
+    from sparring.train.loop.config import LoopConfig
+    from sparring.train.loop.driver import Loop
 
     selfplay = yaml.safe_load((CONFIGS / "scripted-dond.yaml").read_text())
     scripted = yaml.safe_load((CONFIGS / "models" / "scripted.yaml").read_text())["models"]

@@ -9,8 +9,8 @@ import yaml
 from pydantic import ValidationError
 
 from sparring.errors import ConfigError
-from sparring.train.loop import Loop
-from sparring.train.loop_config import LoopConfig, WarmStart
+from sparring.train.loop.config import LoopConfig, WarmStart
+from sparring.train.loop.driver import Loop
 
 pytestmark = pytest.mark.slow  # saves a tiny model and a LoRA of it: a few seconds
 

@@ -77,12 +77,12 @@ def config_file(tmp_path, game: str = "two_turn", **extra):
 def trainer_for(path):
     from sparring.engine.play import Arena
     from sparring.models.scripted import ScriptedModel
-    from sparring.train.online.grpo.rollout import LEARNER
-    from sparring.train.online.grpo.trainer import load_grpo
+    from sparring.train.online.launch import load_online
+    from sparring.train.online.rollout import LEARNER
     from sparring.train.online.trainer.core import OnlineTrainer
     from sparring.train.online.trainer.opponents import league_agents
 
-    config, file = load_grpo(str(path))
+    config, file = load_online(str(path))
     experiment = league_agents(config.experiment, config.learner_agent, config.opponents)
     arena = Arena.from_config({"name": config.name, **experiment}, models={LEARNER: ScriptedModel(LEARNER)})
     return arena, OnlineTrainer(config, file, arena, path.parent / "out")
@@ -90,10 +90,10 @@ def trainer_for(path):
 
 @pytest.mark.slow
 def test_grpo_on_sparrings_trainer_needs_no_scoring_pass_and_reports_where_the_step_went(tmp_path):
-    from sparring.train.online.grpo.trainer import load_grpo, run_grpo
+    from sparring.train.online.launch import load_online, run_online
 
-    config, file = load_grpo(str(config_file(tmp_path)))
-    report = run_grpo(config, file)
+    config, file = load_online(str(config_file(tmp_path)))
+    report = run_online(config, file)
     steps = [json.loads(x) for x in (tmp_path / "out" / "grpo.jsonl").read_text().splitlines()]
     assert len(steps) == 2
     for p in steps:
@@ -207,7 +207,7 @@ def test_sparrings_grpo_gives_trls_loss_and_update_on_the_same_games(tmp_path):
     from transformers import AutoModelForCausalLM
 
     from sparring.models.tiny import save_tiny_model
-    from sparring.train.online.grpo.trainer import load_grpo, read_log, run_grpo
+    from sparring.train.online.launch import load_online, read_log, run_online
 
     tiny = save_tiny_model(tmp_path / "tiny", seed=1)
     torch.manual_seed(0)  # one starting adapter for both (B = 0, as a new LoRA)
@@ -224,8 +224,8 @@ def test_sparrings_grpo_gives_trls_loss_and_update_on_the_same_games(tmp_path):
         data = yaml.safe_load(path.read_text())
         data["experiment"]["dataset"]["limit"] = 1  # one prompt: both trainers play the same games
         path.write_text(yaml.safe_dump(data))
-        config, file = load_grpo(str(path))
-        run_grpo(config, file)
+        config, file = load_online(str(path))
+        run_online(config, file)
         outs[trainer] = base / "out"
     trl_loss = read_log(outs["trl"] / "rewards.jsonl")
     ours = [json.loads(x) for x in (outs["sparring"] / "grpo.jsonl").read_text().splitlines()]

@@ -69,17 +69,17 @@ def two_turn(tmp_path, algorithm: str = "ppo", **extra):
 def arena_and_trainer(tmp_path, **ppo):
     from sparring.engine.play import Arena
     from sparring.models.scripted import ScriptedModel
-    from sparring.train.online.grpo.rollout import LEARNER
-    from sparring.train.online.grpo.trainer import load_grpo
+    from sparring.train.online.launch import load_online
+    from sparring.train.online.rollout import LEARNER
     from sparring.train.online.trainer.core import OnlineTrainer
 
-    config, file = load_grpo(str(two_turn(tmp_path, ppo={"whiten_advantages": False, "kl_coef": 0.0, **ppo})))
+    config, file = load_online(str(two_turn(tmp_path, ppo={"whiten_advantages": False, "kl_coef": 0.0, **ppo})))
     arena = Arena.from_config({"name": config.name, **config.experiment}, models={LEARNER: ScriptedModel(LEARNER)})
     return arena, OnlineTrainer(config, file, arena, tmp_path / "out")
 
 
 def test_ppo_trains_exactly_the_sampled_tokens_and_credits_the_turn_that_mattered(tmp_path):
-    from sparring.train.online.grpo.sequence import sampled_ids
+    from sparring.train.online.sequence import sampled_ids
 
     arena, trainer = arena_and_trainer(tmp_path, lam=0.0)
     try:
@@ -116,7 +116,7 @@ def test_grpo_turn_credit_gives_each_turn_its_group_normalised_return(tmp_path):
     from sparring.models.hf import HFModel
     from sparring.models.scripted import ScriptedModel
     from sparring.models.tiny import tiny_model
-    from sparring.train.online.grpo.rollout import LEARNER, EpisodeRollout, prompt_rows
+    from sparring.train.online.rollout import LEARNER, EpisodeRollout, prompt_rows
 
     two_turn(tmp_path, "grpo")
     model, tok = tiny_model(seed=2)
@@ -144,13 +144,13 @@ def test_a_ppo_run_keeps_its_best_checkpoint_and_resumed_reproduces_the_steps(tm
     from safetensors.torch import load_file
 
     from sparring.train.checkpoints import TrainingStopped
-    from sparring.train.online.grpo.trainer import load_grpo, run_grpo
+    from sparring.train.online.launch import load_online, run_online
 
     ev = {"dataset": {"name": "topics", "split": "test"}, "every": 1, "temperature": 0.0}
     straight = tmp_path / "a"
     straight.mkdir()
-    config, file = load_grpo(str(two_turn(straight, ppo={"eval": ev})))
-    run_grpo(config, file)
+    config, file = load_online(str(two_turn(straight, ppo={"eval": ev})))
+    run_online(config, file)
     out_a = straight / "out-ppo"
     log_a = [json.loads(x) for x in (out_a / "ppo.jsonl").read_text().splitlines()]
     assert len(log_a) == 2 and all(math.isfinite(p["pg_loss"]) for p in log_a)
@@ -160,10 +160,10 @@ def test_a_ppo_run_keeps_its_best_checkpoint_and_resumed_reproduces_the_steps(tm
 
     resumed = tmp_path / "b"
     resumed.mkdir()
-    config, file = load_grpo(str(two_turn(resumed, ppo={"eval": ev})))
+    config, file = load_online(str(two_turn(resumed, ppo={"eval": ev})))
     first = config.model_copy(update={"max_steps": 1})
-    run_grpo(first, file)
-    run_grpo(config, file)  # max_steps raised: resumes from checkpoint-1 and plays step 2
+    run_online(first, file)
+    run_online(config, file)  # max_steps raised: resumes from checkpoint-1 and plays step 2
     out_b = resumed / "out-ppo"
     log_b = [json.loads(x) for x in (out_b / "ppo.jsonl").read_text().splitlines()]
     for a, b in zip(log_a, log_b, strict=True):
@@ -173,4 +173,4 @@ def test_a_ppo_run_keeps_its_best_checkpoint_and_resumed_reproduces_the_steps(tm
     assert all(torch.allclose(wa[k], wb[k], atol=1e-6) for k in wa)
     with pytest.raises(TrainingStopped):
         limited = config.model_copy(update={"max_steps": 4, "max_minutes": 1e-9, "output_dir": str(tmp_path / "c")})
-        run_grpo(limited, file)
+        run_online(limited, file)

@@ -59,7 +59,7 @@ def test_the_meter_tells_scoring_from_training_passes_and_ignores_paused_ones():
 @pytest.mark.slow
 def test_trls_grpo_steps_report_their_passes(tmp_path):
     from sparring.models.tiny import save_tiny_model
-    from sparring.train.online.grpo.trainer import load_grpo, read_log, run_grpo
+    from sparring.train.online.launch import load_online, read_log, run_online
 
     tiny = save_tiny_model(tmp_path / "tiny", seed=1)
     for beta in (0.0, 0.04):
@@ -72,8 +72,8 @@ def test_trls_grpo_steps_report_their_passes(tmp_path):
                 "output_dir": str(tmp_path / f"out{beta}"), "lora": {"r": 4, "alpha": 8}}
         path = tmp_path / f"{beta}.yaml"
         path.write_text(yaml.safe_dump(data))
-        config, file = load_grpo(str(path))
-        run_grpo(config, file)
+        config, file = load_online(str(path))
+        run_online(config, file)
         (point,) = read_log(tmp_path / f"out{beta}" / "rewards.jsonl")
         assert point["cost/training_passes"] >= 1 and point["cost/trained_tokens"] == point["trained_tokens"]
         # TRL skips the old-policy pass on-policy; the reference pass runs only with beta > 0

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from sparring.train.learning import textworld_easy as te
-from sparring.train.learning.context import Context
+from sparring.learning.context import Context
+from sparring.learning.experiments import textworld_easy_rl as te
 
 RECIPE = ("Gather all following ingredients and follow the directions to prepare this tasty meal.\n\n"
           "Ingredients:\n  red apple\n\nDirections:\n  slice the red apple\n  roast the red apple\n  prepare meal\n")
@@ -35,6 +35,7 @@ def test_behaviour_counts_endings_commands_cooking_and_the_wrong_appliance():
 
 
 def test_curves_are_read_from_the_step_log_and_drawn(tmp_path: Path):
+    from sparring.learning.arms import Arm
     from sparring.train.online.steplog import read_step_log
 
     run = tmp_path / "online"
@@ -43,17 +44,18 @@ def test_curves_are_read_from_the_step_log_and_drawn(tmp_path: Path):
               {"step": 1, "reward": 0.2, "kl": None, "entropy": 0.4, "pg_loss": 0.1, "game/success": 0.1},
               {"step": 2, "reward": 0.4, "kl": 0.05, "entropy": 0.5, "pg_loss": 0.0, "game/success": 0.3}]
     (run / "grpo.jsonl").write_text("".join(json.dumps(p) + "\n" for p in points), encoding="utf-8")
-    c = te.curves(read_step_log(run / "grpo.jsonl"))  # what the arm runner reads: a replayed step once
+    arm = Arm("adapter", 0.0, [], read_step_log(run / "grpo.jsonl"))  # as the arm runner reads it: a replayed step once
+    c = arm.curves(("step", *te.CURVE_KEYS))
     assert c["step"] == [1, 2] and c["reward"] == [0.2, 0.4] and c["kl"] == [None, 0.05]
     assert c["vf_loss"] == [None, None]  # GRPO has no value head: the panel says so
-    from sparring.train.learning.report import plot_training
+    from sparring.learning.report import plot_training
 
     png = plot_training({"grpo": c}, tmp_path / "curves" / "training.png", te.TRAINING_PANELS)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_the_failure_penalty_is_on_the_training_games_only(tmp_path: Path):
-    from sparring.train.learning.textworld import _config
+    from sparring.learning.experiments.textworld_sft import _config
 
     ctx = Context(out=tmp_path, size="full", model="smollm2-135m", label="smollm2-135m")
     size = te.SIZES["full"]

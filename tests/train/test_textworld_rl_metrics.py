@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from sparring.train.learning.textworld_rl import appliance_errors
+from sparring.learning.experiments.textworld_rl import appliance_errors
 
 RECIPE = ("Gather all following ingredients and follow the directions to prepare this tasty meal.\n\n"
           "Ingredients:\n  chicken wing\n  red apple\n\nDirections:\n  grill the chicken wing\n"

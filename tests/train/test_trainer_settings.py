@@ -70,7 +70,7 @@ def test_the_loop_metric_log_writes_tensorboard_scalars(tmp_path):
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from sparring.train.loop_report import iteration_metrics
+    from sparring.train.loop.report import iteration_metrics
     from sparring.train.tracking import MetricLog
 
     it = {"evaluate": {"vs": {"base": {"win_rate": 0.75, "ci": [0.5, 0.9], "games": 8}},
@@ -141,3 +141,22 @@ def test_a_model_named_only_in_a_models_file_resolves_through_it(tmp_path):
     with pytest.raises(ConfigError, match="unknown model 'my-base'"):
         base_spec("my-base")
     assert base_args("my-base", str(models)) == {"model": "acme/base-1b", "revision": "v2"}
+
+
+def test_a_policy_load_reads_the_model_registry_once(tmp_path, tiny_model_dir, monkeypatch):
+    """`load_policy` resolves its base model once (it was 7-8 registry reads a load): the model,
+    its tokenizer and the adapter check all use that one resolution."""
+    import yaml
+
+    import sparring.models.registry as registry
+    from sparring.train.config import TrainSettings
+    from sparring.train.policy import load_policy
+
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"models": {"tiny-base": {"backend": "hf", "args": {"model": str(tiny_model_dir)}}}}))
+    reads = []
+    real = registry.load_model_specs
+    monkeypatch.setattr(registry, "load_model_specs", lambda *a, **k: reads.append(a) or real(*a, **k))
+    model, tokenizer = load_policy(TrainSettings(model="tiny-base", models_file=str(models)))
+    assert len(reads) == 1 and tokenizer.pad_token is not None
+    assert model.config.num_hidden_layers == 2

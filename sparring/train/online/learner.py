@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from sparring.errors import ConfigError
-from sparring.train.online.grpo.config import GRPOConfig
+from sparring.train.online.config import OnlineConfig
 
 
-def learner_temperature(arena: Any, config: GRPOConfig, file: str) -> float:
+def learner_temperature(arena: Any, config: OnlineConfig, file: str) -> float:
     """The learner's sampling temperature; greedy sampling is refused: every episode of a group
     would be the same game, so every advantage would be zero and nothing would train."""
     agent = arena.agents.get(config.learner_agent)
@@ -28,7 +28,7 @@ def learner_temperature(arena: Any, config: GRPOConfig, file: str) -> float:
     return temperature
 
 
-def experiment_models_file(config: GRPOConfig, file: str) -> str | None:
+def experiment_models_file(config: OnlineConfig, file: str) -> str | None:
     """The experiment's `models_file` (relative paths beside the config), where `model` may be named
     (None when there is none; a missing file is reported where the experiment is resolved)."""
     name = config.experiment.get("models_file")

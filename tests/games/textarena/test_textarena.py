@@ -193,21 +193,21 @@ def test_a_person_plays_tictactoe_in_the_browser(tmp_path):
 
 @pytest.mark.slow
 def test_grpo_trains_on_a_textarena_game(tmp_path):
-    """The shipped GRPO config's game, with the tiny model: two steps through `run_grpo`."""
+    """The shipped GRPO config's game, with the tiny model: two steps through `run_online`."""
     import yaml
 
     from sparring.models.tiny import save_tiny_model
-    from sparring.train.online.grpo.trainer import load_grpo, run_grpo
+    from sparring.train.online.launch import load_online, run_online
 
-    config, _ = load_grpo("grpo-textarena")
+    config, _ = load_online("grpo-textarena")
     tiny = save_tiny_model(tmp_path / "tiny")
     data = config.model_dump()
     data.update(model=str(tiny), max_steps=2, num_generations=2, save_steps=0, output_dir=str(tmp_path / "out"))
     data["experiment"]["agents"]["learner"]["sampling"]["max_new_tokens"] = 6
     path = tmp_path / "grpo.yaml"
     path.write_text(yaml.safe_dump(data))
-    config, file = load_grpo(str(path))
-    run_grpo(config, file)
+    config, file = load_online(str(path))
+    run_online(config, file)
     steps = [json.loads(x) for x in (tmp_path / "out" / "rewards.jsonl").read_text().splitlines()]
     assert len(steps) == 2 and (tmp_path / "out" / "adapter" / "adapter_config.json").is_file()
 

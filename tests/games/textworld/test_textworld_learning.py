@@ -56,7 +56,7 @@ def test_without_keep_recipe_a_short_window_loses_the_recipe():
 
 
 def test_one_multi_turn_row_per_gold_episode_holds_every_gold_command():
-    from sparring.train.learning.textworld import episode_rows
+    from sparring.learning.experiments.textworld_sft import episode_rows
 
     config = {**CONFIG, "game_args": {"max_steps": 30, "history": None}}
     records = _play(config)
@@ -72,7 +72,7 @@ def test_one_multi_turn_row_per_gold_episode_holds_every_gold_command():
 
 def _prompts_in_row(records):
     """Per call: is the prompt the player saw a prefix of its episode's multi-turn SFT row?"""
-    from sparring.train.learning.textworld import episode_rows
+    from sparring.learning.experiments.textworld_sft import episode_rows
 
     rows = {r["meta"]["episode_id"]: r["messages"] for r in episode_rows(records, agent="gold")}
     return [[(m.role, m.content) for m in c.messages]
@@ -81,7 +81,7 @@ def _prompts_in_row(records):
 
 
 def test_with_the_full_history_view_every_turn_of_the_row_is_what_the_player_saw():
-    from sparring.train.learning.textworld import GAME_ARGS
+    from sparring.learning.experiments.textworld_sft import GAME_ARGS
 
     config = {**CONFIG, "game_args": {**GAME_ARGS, "max_steps": 30}}
     records = _play(config)

@@ -34,7 +34,7 @@ from typing import Any
 from rich.console import Console
 
 from sparring.errors import SparringError
-from sparring.train.online.grpo.config import GRPOConfig
+from sparring.train.online.config import OnlineConfig
 from sparring.train.online.trainer.advantages import Credit, grpo_credit, ppo_credit, turn_kl
 from sparring.train.online.trainer.collect import Collected, prompts_for_step, seed_of
 from sparring.train.online.trainer.items import Item, items_of
@@ -46,14 +46,14 @@ from sparring.train.step_cost import StepCost
 class OnlineTrainer:
     """The learner, its optimizer and one step: play, score, credit, optimise."""
 
-    def __init__(self, config: GRPOConfig, file: str, arena: Any, out: Path, console: Console | None = None):
+    def __init__(self, config: OnlineConfig, file: str, arena: Any, out: Path, console: Console | None = None):
         import torch
 
         from sparring.models.hf import HFModel
         from sparring.train.config import TrainSettings
-        from sparring.train.online.grpo.rollout import LEARNER, EpisodeRollout, prompt_rows
         from sparring.train.online.learner import experiment_models_file, learner_temperature
         from sparring.train.online.ppo.value import ValueHead, hidden_size, load_head
+        from sparring.train.online.rollout import LEARNER, EpisodeRollout, prompt_rows
         from sparring.train.online.trainer.advantages import Baselines
         from sparring.train.online.trainer.opponents import Opponents
         from sparring.train.policy import disable_dropout, load_policy, lora_config, with_new_adapter
@@ -120,7 +120,7 @@ class OnlineTrainer:
     def jobs(self, step: int) -> list[tuple[Any, tuple[int, ...], int]]:
         """This step's games: (job, trained seats, group) each; seeds derive from the step."""
         from sparring.engine.schedule import derive_seed
-        from sparring.train.online.grpo.rollout import parse_prompt
+        from sparring.train.online.rollout import parse_prompt
 
         prompts = prompts_for_step(self.rows, self.config.prompts_per_step, step, self.config.seed)
         out = []
@@ -137,8 +137,8 @@ class OnlineTrainer:
     def collect(self, step: int) -> Collected:
         """Play this step's games and cut each trained seat's turns into training items."""
         from sparring.train.online.credit import turn_rewards
-        from sparring.train.online.grpo.rollout import LEARNER
-        from sparring.train.online.grpo.sequence import check_sampled, learner_sequences
+        from sparring.train.online.rollout import LEARNER
+        from sparring.train.online.sequence import check_sampled, learner_sequences
         from sparring.train.policy import merged_adapter
 
         planned = self.jobs(step)
@@ -347,14 +347,14 @@ class OnlineTrainer:
     def rewrap(self) -> None:
         """A fresh backend wrapper that knows every adapter (the prefix cache starts empty)."""
         from sparring.models.hf import HFModel
-        from sparring.train.online.grpo.rollout import LEARNER
+        from sparring.train.online.rollout import LEARNER
 
         self.learner = HFModel.from_objects(self.model, self.tokenizer, name=LEARNER, default_adapter="default")
         self.arena.pool.add(LEARNER, self.learner)
 
     # -- evaluation ------------------------------------------------------------------------------
     def evaluate(self, step: int, eval_arena: Any) -> dict[str, Any]:
-        from sparring.train.online.grpo.rollout import LEARNER
+        from sparring.train.online.rollout import LEARNER
 
         ev = self.ppo.eval
         assert ev is not None

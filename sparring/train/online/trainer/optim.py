@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparring.train.online.grpo.config import GRPOConfig
+from sparring.train.online.config import OnlineConfig
 
 SUPPORTED_OPTIM = ("adamw_torch", "adamw_torch_fused")
 
 
-def check_tuning(config: GRPOConfig, file: str) -> None:
+def check_tuning(config: OnlineConfig, file: str) -> None:
     """The tuning settings sparring's trainer honours; the rest are TRL's and refused here."""
     from sparring.errors import ConfigError
     from sparring.train.arguments import check_settings
@@ -25,7 +25,7 @@ def check_tuning(config: GRPOConfig, file: str) -> None:
                           "use trainer: trl (GRPO)", file=file, key="trainer_args")
 
 
-def optimizer(config: GRPOConfig, policy_params: list[Any], head: Any | None) -> Any:
+def optimizer(config: OnlineConfig, policy_params: list[Any], head: Any | None) -> Any:
     """AdamW over the trainable LoRA weights; the value head (PPO) at `ppo.value_lr` (default 10x)."""
     import torch
 
@@ -36,7 +36,7 @@ def optimizer(config: GRPOConfig, policy_params: list[Any], head: Any | None) ->
                              fused=config.optim == "adamw_torch_fused" or None)
 
 
-def schedule(optimizer: Any, config: GRPOConfig, done: int = 0) -> Any:
+def schedule(optimizer: Any, config: OnlineConfig, done: int = 0) -> Any:
     """transformers' learning-rate schedule over the run's training steps (`lr_scheduler_type`,
     `warmup_steps`: steps, or a fraction of the run if < 1), advanced to `done` steps (a resumed
     run: the schedule of this run's `max_steps`, which may have been raised, at the step reached)."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.console import Console
 
-from sparring.train.online.grpo.config import GRPOConfig
+from sparring.train.online.config import OnlineConfig
 from sparring.train.online.steplog import read_step_log, trim_step_log
 from sparring.train.online.trainer import checkpoint
 from sparring.train.online.trainer.core import OnlineTrainer
@@ -21,7 +21,7 @@ from sparring.train.step_cost import StepCost, line, total
 EVAL_LOG = "eval.jsonl"
 
 
-def log_name(config: GRPOConfig) -> str:
+def log_name(config: OnlineConfig) -> str:
     """The per-step log: `ppo.jsonl` (PPO) or `grpo.jsonl` (GRPO on sparring's trainer)."""
     return f"{config.algorithm}.jsonl"
 
@@ -44,13 +44,13 @@ def step_line(p: dict[str, Any], algorithm: str = "ppo") -> str:
     return text
 
 
-def train_online(config: GRPOConfig, file: str, arena: Any, out: Path, console: Console | None = None) -> Path:
+def train_online(config: OnlineConfig, file: str, arena: Any, out: Path, console: Console | None = None) -> Path:
     """The whole run: steps, evaluations, checkpoints, the report; resumes from OUT/trainer."""
     from sparring.engine.play import Arena
+    from sparring.gameapi.splits import check_disjoint
     from sparring.models.scripted import ScriptedModel
     from sparring.train.checkpoints import TrainingStopped
-    from sparring.train.learning.results import check_disjoint
-    from sparring.train.online.grpo.rollout import LEARNER
+    from sparring.train.online.rollout import LEARNER
     from sparring.train.step_cost import roof_tokens_per_s
     from sparring.train.tracking import MetricLog
 
@@ -128,7 +128,7 @@ def cost_summary(points: list[dict[str, Any]], roof: float | None = None) -> dic
     return total(steps).summary(roof) if steps else {}
 
 
-def online_report(out: Path, config: GRPOConfig, best: dict[str, Any] | None, roof: float | None = None) -> Path:
+def online_report(out: Path, config: OnlineConfig, best: dict[str, Any] | None, roof: float | None = None) -> Path:
     points = read_step_log(out / log_name(config))
     evals = read_step_log(out / EVAL_LOG)
 

@@ -1,0 +1,261 @@
+"""Experiment: Kuhn Poker (TextArena), RL against a fixed opponent vs self-play, with and without a
+baseline per role (SPIRAL's question, on the bundled model).
+
+One hand a game of Kuhn Poker as the game is defined (`KuhnPokerBets-v0`: TextArena's Kuhn Poker
+with bets and calls paid into the pot; TextArena's own `KuhnPoker-v0` pot holds only the antes, so
+there every hand pays +-1, a player that never folds cannot be beaten and there is nothing to learn
+against a fixed rule), `max_rounds: 1`, each player's reward the chips it won in the hand (`reward:
+chips`: +-1, or +-2 for a called bet). The bundled model rarely writes a move in TextArena's
+format, so first a warm start: SFT on a random legal player's moves in games against itself
+(training seeds of their own). Then three arms from that start, each GRPO on sparring's trainer with
+the same games per step, learning rate and steps:
+- `fixed`: the learner against `textarena-random` (a random legal player), in both seats; the
+  baseline is the mean of the learner's games of the same seed and seat (the same cards);
+- `selfplay-rae`: the learner in both seats of every game, trained in both, each role's reward
+  minus a running mean of that role's rewards (role-conditioned advantage estimation);
+- `selfplay`: the same without it: one baseline for the group's games, both seats pooled — in a
+  zero-sum game their rewards cancel in that mean, which is the failure RAE addresses.
+Every policy plays held-out seeds (TextArena's test range, disjoint from every training seed: checked)
+from both seats against `textarena-kuhn-rule`, a fixed card rule no arm trained against, greedily:
+the mean payoff per hand (bootstrap), paired per (seed, seat) against the start, and what each
+policy does with each card (from the records).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from functools import partial
+from typing import Any
+
+from sparring.learning.arms import AS_MEASURED, Measured, run_arm
+from sparring.learning.context import Context, Played
+from sparring.learning.registry import experiment
+from sparring.learning.report import plot_training, training_panels
+from sparring.learning.results import Experiment, Stage, mean, rate
+
+ENV = "KuhnPokerBets-v0"
+GAME = {"env_id": ENV, "env_kwargs": {"max_rounds": 1}, "reward": "chips"}
+SIZES: dict[str, dict[str, Any]] = {
+    "quick": {"demos": 4, "demo_steps": 1, "train": 8, "heldout": 2, "steps": 1, "generations": 2, "prompts": 1,
+              "tokens": 6},
+    # full: a step plays 8 games (a pilot of 10 self-play RAE steps at lr 5e-4 moved the training reward
+    # 0 -> 1.0 and collapsed the entropy to ~0.15: 2e-4 here, 30 steps per arm)
+    "full": {"demos": 96, "demo_steps": 16, "train": 400, "heldout": 128, "steps": 30, "generations": 4,
+             "prompts": 2, "tokens": 6},
+}
+LEARNING_RATE = 2e-4
+MAX_LIVE = 32
+TRAIN_OPPONENT = "textarena-random"
+HELDOUT_OPPONENT = "textarena-kuhn-rule"
+DEMO_START = 200_000  # the demonstrations' training seeds, apart from the arms' (0..)
+ARMS = {"fixed": ({"mode": "fixed"}, "group"), "selfplay-rae": ({"mode": "self_play"}, "rae"),
+        "selfplay": ({"mode": "self_play"}, "group")}
+# the per-step curves drawn for the page (OUT/curves/textarena-kuhn-training.png)
+TRAINING_PANELS = training_panels("chips, both seats",
+                                  {"reward/Player 0": "reward, first to act", "reward/Player 1": "reward, second to act"})
+_CARD = re.compile(r"Your card is: '([JQK])'")
+_MOVE = re.compile(r"\[(check|bet|call|fold)\]", re.IGNORECASE)
+_BEFORE = re.compile(r"^\[Player \d\] \[(check|bet)\]", re.IGNORECASE | re.MULTILINE)
+_LEGAL = re.compile(r"Your available actions are: (.*)$", re.MULTILINE)
+
+
+def _seeds(split: str, n: int, start: int = 0) -> dict[str, Any]:
+    return {"name": "seeds", "split": split, "args": {"n": n, "start": start}}
+
+
+def _heldout(model: str, size: dict[str, Any]) -> dict[str, Any]:
+    return {"game": "textarena", "game_args": GAME, "dataset": _seeds("test", size["heldout"]),
+            "agents": {"policy": {"role": "player", "model": model,
+                                  "sampling": {"temperature": 0.0, "max_new_tokens": size["tokens"]}},
+                       "opponent": {"role": "player", "model": HELDOUT_OPPONENT}},
+            "tournament": {"type": "custom", "matchups": [["policy", "opponent"]], "flip": True},
+            "run": {"seed": 0, "max_live": MAX_LIVE}}
+
+
+def _as_textarena_reads(text: str) -> str:
+    """The move as the game reads it: TextArena's action formatting wrapper puts a reply without
+    any bracket in brackets (`call` -> `[call]`) before Kuhn Poker looks for `[move]`."""
+    text = text.strip()
+    return text if "[" in text or "]" in text else f"[{text}]"
+
+
+def moves_by_card(records: list[Any], agent: str = "policy") -> dict[str, dict[str, int]]:
+    """How often the agent checked, bet, called or folded (or wrote something else) with each card."""
+    out: dict[str, dict[str, int]] = {}
+    for r in records:
+        players = {p for p, s in r.seats.items() if s.agent == agent}
+        for call in r.calls:
+            if call.player not in players or call.op != "generate" or not call.completions:
+                continue
+            cards = _CARD.findall(call.messages[-1].content if call.messages else "")
+            found = _MOVE.search(_as_textarena_reads(call.completions[0].text or ""))
+            move = found.group(1).lower() if found else "invalid"
+            row = out.setdefault(cards[-1] if cards else "?", {})
+            row[move] = row.get(move, 0) + 1
+    return {card: dict(sorted(v.items())) for card, v in sorted(out.items())}
+
+
+def infoset(text: str) -> tuple[str, list[str]] | None:
+    """A decision's information set, `"Q, after bet"`, and its legal moves, from the observation
+    (the player's card and the moves of this hand before it); None when it is not a decision."""
+    hand = text[text.rfind("### Starting round"):]
+    cards, legal = _CARD.findall(hand), _LEGAL.findall(hand)
+    if not cards or not legal:
+        return None
+    before = [m.lower() for m in _BEFORE.findall(hand)]
+    return f"{cards[-1]}, {'after ' + ' '.join(before) if before else 'first to act'}", \
+        [m.lower() for m in re.findall(r"\[(\w+)\]", legal[-1])]
+
+
+def strategy(model: Any, records: list[Any], agent: str = "policy") -> dict[str, dict[str, float]]:
+    """The policy's strategy, scored rather than sampled: at every decision the agent met in
+    `records`, each legal move's probability among the legal ones (`model.score` of `[move]` after
+    the observation the agent saw), averaged per information set. Greedy play shows only each
+    decision's argmax; this shows how far a trained policy moved from its start."""
+    import math
+
+    from sparring.types import ScoreRequest
+
+    prompts: dict[str, dict[str, tuple[Any, list[str]]]] = {}
+    for r in records:
+        players = {p for p, s in r.seats.items() if s.agent == agent}
+        for call in r.calls:
+            if call.player not in players or call.op != "generate" or not call.messages:
+                continue
+            found = infoset(call.messages[-1].content)
+            if found:
+                key = "\n".join(m.content for m in call.messages)
+                prompts.setdefault(found[0], {})[key] = (call.messages, found[1])
+    out: dict[str, dict[str, float]] = {}
+    for name, seen in sorted(prompts.items()):
+        legal = next(iter(seen.values()))[1]
+        requests = [ScoreRequest(messages=messages, options=[f"[{m}]" for m in moves]) for messages, moves in seen.values()]
+        totals = dict.fromkeys(legal, 0.0)
+        for logps, (_, moves) in zip(model.score(requests), seen.values(), strict=True):
+            norm = max(logps) + math.log(sum(math.exp(x - max(logps)) for x in logps))
+            for move, lp in zip(moves, logps, strict=True):
+                totals[move] = totals.get(move, 0.0) + math.exp(lp - norm) / len(seen)
+        out[name] = {m: round(p, 4) for m, p in totals.items()}
+    return out
+
+
+def _strategy(ctx: Context, alias: str, records: list[Any]) -> dict[str, dict[str, float]]:
+    from sparring.models.registry import create_model, load_model_specs
+
+    model = create_model(alias, load_model_specs(ctx.models_file))
+    try:
+        return strategy(model, records)
+    finally:
+        model.close()
+
+
+def evaluate(ctx: Context, model: str, name: str, size: dict[str, Any]) -> tuple[dict, dict[str, float], Played]:
+    played = ctx.play(_heldout(model, size), name)
+    payoff, wins, invalid = [], [], []
+    per: dict[str, float] = {}
+    for r in played.records:
+        seat = next(p for p, s in r.seats.items() if s.agent == "policy")
+        m = r.outcome.metrics if r.outcome else {}
+        value = float((r.outcome.rewards if r.outcome else {}).get(seat, -1.0))
+        payoff.append(value)
+        wins.append(value > 0)
+        attempts = int((m.get("attempts") or {}).get(seat, 0))
+        bad = int((m.get("invalid_moves") or {}).get(seat, 0))
+        invalid += [False] * (attempts - bad) + [True] * bad
+        per[f"{r.instance_id}/{'flip' if r.flip else 'plain'}"] = value
+    return ({"payoff_per_hand": mean(payoff), "hands_won": rate(wins), "invalid_move_share": rate(invalid)},
+            per, played)
+
+
+def _measure(ctx: Context, alias: str, name: str, size: dict[str, Any]) -> Measured:
+    """The held-out hands, paired per (seed, seat), with the moves per card and the scored strategy."""
+    metrics, per, played = evaluate(ctx, alias, name, size)
+    return Measured(metrics, {"payoff per hand": per}, played.walls("heldout"),
+                    sorted({r.instance_id for r in played.records}),
+                    {"moves_by_card": moves_by_card(played.records), "strategy": _strategy(ctx, alias, played.records)})
+
+
+def warm_start(ctx: Context, size: dict[str, Any]) -> tuple[str, dict[str, Any], Played]:
+    """SFT on a random legal player's moves in hands against itself (training seeds of their own)."""
+    from sparring.train.config import LoraSettings, TrainSettings
+    from sparring.train.export import sft_rows
+    from sparring.train.trainers import train_sft
+
+    cfg = {"game": "textarena", "game_args": GAME, "dataset": _seeds("train", size["demos"], DEMO_START),
+           "agents": {"a": {"role": "player", "model": TRAIN_OPPONENT}, "b": {"role": "player", "model": TRAIN_OPPONENT}},
+           "tournament": {"type": "custom", "matchups": [["a", "b"]], "flip": False},
+           "run": {"seed": 0, "max_live": MAX_LIVE}}
+    demos = ctx.play(cfg, "kuhn-demonstrations")
+    rows = sft_rows(demos.records)
+    settings = TrainSettings(model=ctx.model, method="sft", learning_rate=5e-4, max_steps=size["demo_steps"],
+                             batch_size=4, max_length=1024, lora=LoraSettings(r=8, alpha=16))
+    result = train_sft(rows, settings, ctx.out / "adapters" / "kuhn-warm")
+    return str(result.adapter), {"rows": result.rows, "steps": result.steps, "loss": result.loss,
+                                 "games": len(demos.records)}, demos
+
+
+def arm_config(ctx: Context, size: dict[str, Any], start: str, arm: str) -> dict[str, Any]:
+    """The online config of one arm: GRPO on sparring's trainer from `start`."""
+    opponents, baseline = ARMS[arm]
+    learner = {"role": "player", "model": "learner",
+               "sampling": {"temperature": 1.0, "max_new_tokens": size["tokens"]}}
+    fixed = opponents["mode"] == "fixed"
+    experiment = {"game": "textarena", "game_args": GAME, "dataset": _seeds("train", size["train"]),
+                  "models_file": str(ctx.models_file.resolve()),
+                  "agents": {"learner": learner, **({"opponent": {"role": "player", "model": TRAIN_OPPONENT}}
+                                                   if fixed else {})},
+                  "tournament": ({"type": "custom", "matchups": [["learner", "opponent"]]} if fixed
+                                 else {"type": "self_play", "participants": ["learner"]}),
+                  "run": {"seed": 0, "max_live": MAX_LIVE}}
+    return {"algorithm": "grpo", "trainer": "sparring", "model": ctx.model, "adapter": start,
+            "learner_agent": "learner", "experiment": experiment, "seats": [0, 1],
+            "num_generations": size["generations"],
+            # the same games per step in every arm: self-play trains both seats of each
+            "prompts_per_step": size["prompts"], "max_steps": size["steps"], "learning_rate": LEARNING_RATE,
+            # refused moves are trained too (with their game's advantage): a seat whose every move was
+            # refused has no accepted turn, so without them its forfeit would never reach the loss
+            "beta": 0.0, "format_penalty": 0.1, "train_rejected": True, "baseline": baseline, "opponents": opponents,
+            "save_steps": 10, "seed": 0, "lr_scheduler_type": "constant", **AS_MEASURED}
+
+
+@experiment("textarena-kuhn")
+def run(ctx: Context) -> Experiment:
+    from sparring.errors import SparringError
+
+    try:
+        import textarena  # noqa: F401
+    except ImportError:
+        raise SparringError("textarena-kuhn needs TextArena: pip install 'sparring[textarena]'") from None
+    size = SIZES[ctx.size]
+    begin = time.perf_counter()
+    t = time.perf_counter()
+    warm, warm_info, demos = warm_start(ctx, size)
+    warm_s = time.perf_counter() - t
+    start_alias = ctx.register("kuhn-start", warm)
+    start = _measure(ctx, start_alias, "kuhn-start", size)
+    exp = Experiment(name="textarena-kuhn", description="TextArena Kuhn Poker, one hand a game: from one SFT start, "
+                     "GRPO against a random legal player, self-play with a running baseline per role (RAE) and "
+                     "self-play without it; held-out seeds against a fixed card rule no arm trained against.",
+                     model=ctx.label, primary="payoff_per_hand",
+                     training_ids=sorted({r.instance_id for r in demos.records}), heldout_ids=start.instances,
+                     target="self-play with RAE above the start: paired payoff-per-hand interval above 0")
+    exp.stages.append(Stage("start", 0, start.metrics, {"train": warm_s, **start.walls}, info={**warm_info, **start.info}))
+    ctx.progress(exp)
+    per_arm: dict[str, dict[str, list[Any]]] = {}
+    for k, arm in enumerate(ARMS, start=1):
+        result = run_arm(ctx, exp, f"kuhn-{arm}", arm_config(ctx, size, warm, arm),
+                         partial(_measure, ctx, name=f"kuhn-{arm}", size=size),
+                         stage=arm, step=k, start=start, info={"steps": size["steps"]})
+        per_arm[arm] = result.curves()
+    plot_training(per_arm, ctx.out / "curves" / "textarena-kuhn-training.png", TRAINING_PANELS)
+    exp.notes.append(f"start: SFT ({warm_info['steps']} steps) on {warm_info['rows']} moves of {TRAIN_OPPONENT} in "
+                     f"{warm_info['games']} hands against itself (training seeds {DEMO_START}..)")
+    exp.notes.append(f"each arm: {size['steps']} GRPO steps of {size['generations'] * size['prompts']} games "
+                     f"(sparring's trainer, lr {LEARNING_RATE}, beta 0, format penalty 0.1 per refused move, refused "
+                     "moves trained), "
+                     f"training seeds 0..{size['train'] - 1}")
+    exp.notes.append(f"held-out: {size['heldout']} test seeds x 2 seats against {HELDOUT_OPPONENT}, greedy; "
+                     "paired by (seed, seat): the same cards for every policy")
+    exp.wall_s = time.perf_counter() - begin
+    return exp
