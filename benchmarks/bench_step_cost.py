@@ -95,7 +95,8 @@ def online_config(work: Path, name: str, model: str, experiment: dict[str, Any],
 
 
 def run_online(config: Any) -> list[dict[str, Any]]:
-    from sparring.train.online.launch import read_log, run_online
+    from sparring.train.online.launch import run_online
+    from sparring.train.online.trl.grpo import read_log
 
     run_online(config, "<benchmark>")
     out = Path(str(config.output_dir))

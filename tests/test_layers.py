@@ -136,6 +136,15 @@ def test_no_import_from_a_lower_layer_to_a_higher_one():
     assert violations(GRAPH, TABLE) == []
 
 
+def test_the_training_library_does_not_import_the_learning_suite():
+    """`sparring.learning` (experiments, the arm runner) sits above `sparring.train`: the library
+    never reaches into the research suite built on it."""
+    assert layer_of("sparring.learning", TABLE) > layer_of("sparring.train", TABLE)
+    leaks = sorted((m, t) for m, targets in GRAPH.items() if m.startswith("sparring.train")
+                   for t in targets if t.startswith("sparring.learning"))
+    assert not leaks, leaks
+
+
 def test_the_check_finds_an_upward_import_and_a_cycle(tmp_path):
     """The checker itself: a tiny package where the engine imports analysis and two modules
     import each other."""

@@ -96,7 +96,10 @@ def test_a_hub_model_that_cannot_be_had_is_one_clear_message(tmp_path, hub):
     assert "hf download sparring-test/tiny-chat" in got["offline"]["message"]
     assert not hub.downloads(), "nothing is downloaded for a model that cannot be loaded"
     hub.stop()  # the network is gone and nothing is cached
-    out = run([sys.executable, "-c", "from sparring.models.hf import HFModel\n"
+    # the hub client backs off between its retries of a refused connection (~30 s in all): without
+    # the waits the same retries fail the same way, so the subprocess skips them
+    out = run([sys.executable, "-c", "import time\ntime.sleep = lambda seconds: None\n"
+               "from sparring.models.hf import HFModel\n"
                "from sparring.errors import ConfigError\n"
                "try:\n    HFModel(name='m', model='sparring-test/tiny-chat')\n"
                "except ConfigError as e:\n    print('MESSAGE', e)"], env_for(tmp_path, hub.url), tmp_path)

@@ -295,7 +295,7 @@ def test_per_step_logs_keep_one_entry_per_step_and_a_resume_trims_the_lost_steps
     """A run stopped after logging step 3 but with its last checkpoint at step 2 logs step 3
     again when resumed: the logs keep one entry per step (the last), and the resume drops the
     entries of steps whose weights were lost."""
-    from sparring.train.online.launch import read_log, trim_logs
+    from sparring.train.online.trl.grpo import read_log, trim_logs
 
     rewards, rollouts = tmp_path / "rewards.jsonl", tmp_path / "rollouts.jsonl"
     rewards.write_text("".join(json.dumps({"step": s, "reward": r}) + "\n" for s, r in [(1, 0.1), (2, 0.2), (3, 0.3)]))

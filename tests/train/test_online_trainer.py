@@ -207,7 +207,8 @@ def test_sparrings_grpo_gives_trls_loss_and_update_on_the_same_games(tmp_path):
     from transformers import AutoModelForCausalLM
 
     from sparring.models.tiny import save_tiny_model
-    from sparring.train.online.launch import load_online, read_log, run_online
+    from sparring.train.online.launch import load_online, run_online
+    from sparring.train.online.trl.grpo import read_log
 
     tiny = save_tiny_model(tmp_path / "tiny", seed=1)
     torch.manual_seed(0)  # one starting adapter for both (B = 0, as a new LoRA)

@@ -59,7 +59,8 @@ def test_the_meter_tells_scoring_from_training_passes_and_ignores_paused_ones():
 @pytest.mark.slow
 def test_trls_grpo_steps_report_their_passes(tmp_path):
     from sparring.models.tiny import save_tiny_model
-    from sparring.train.online.launch import load_online, read_log, run_online
+    from sparring.train.online.launch import load_online, run_online
+    from sparring.train.online.trl.grpo import read_log
 
     tiny = save_tiny_model(tmp_path / "tiny", seed=1)
     for beta in (0.0, 0.04):
