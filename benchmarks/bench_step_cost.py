@@ -106,10 +106,10 @@ def run_online(config: Any) -> list[dict[str, Any]]:
 
 
 def grpo_part(work: Path, model: str, models_file: str, steps: int, games: int) -> dict[str, Any]:
-    from sparring.learning.experiments.grpo import SIZES, _experiment
+    from sparring.learning.experiments.grpo import SIZES, game_config
 
     size = {**SIZES["full"], "tokens": 16}
-    experiment = {**_experiment(size, "train", 40, "learner"), "models_file": models_file}
+    experiment = {**game_config(size, "train", 40, "learner"), "models_file": models_file}
     common = {"algorithm": "grpo", "num_generations": games, "prompts_per_step": 1, "max_steps": steps + 1,
               "learning_rate": 1e-4, "format_penalty": 0.1, "sequences_per_episode": 1,
               "gradient_checkpointing": False}
@@ -127,13 +127,13 @@ def sft_start(work: Path, model: str) -> str:
     cleanly, so a game's turns do not extend one conversation and the step costs are not a PPO
     run's."""
     from sparring.learning.context import Context
-    from sparring.learning.experiments.textworld_sft import SIZES, _gold_rows, _sft
+    from sparring.learning.experiments.textworld_sft import SIZES, gold_rows, sft
 
     ctx = Context(out=work / "textworld-sft", size="full", model=model, label="bench")
     ctx.write_models()
     size = {**SIZES["full"], "train": 16}
-    _, rows = _gold_rows(ctx, size, "bench-gold")
-    result, seconds = _sft(ctx, rows, size, 0, min(16, len(rows)), "bench-sft")
+    _, rows = gold_rows(ctx, size, "bench-gold")
+    result, seconds = sft(ctx, rows, size, 0, min(16, len(rows)), "bench-sft")
     print(f"  ppo: start = SFT on {len(rows)} gold games, {seconds:.0f} s")
     return str(result.adapter)
 

@@ -5,6 +5,7 @@
     python scripts/run_learning.py --suite quick --output /tmp/learning-quick   # toy size, minutes
     python scripts/run_learning.py --suite full --output runs/learning          # bundled model, hours
     python scripts/run_learning.py --suite full --only debate-dpo --output runs/learning-debate
+    python scripts/run_learning.py --compare BEFORE/learning.json AFTER/learning.json  # same held-out figures?
 
 Experiments (sparring/learning/): textworld-sft (SFT on gold demos → held-out success),
 dond-selfplay (warm start on human dialogues, then self-play filtered SFT), debate-dpo (iterative
@@ -31,7 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--suite", choices=["quick", "full"], default="quick")
-    ap.add_argument("--output", type=Path, required=True)
+    ap.add_argument("--output", type=Path, help="the suite's output folder (required unless --compare)")
+    ap.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"), help="compare the held-out "
+                    "figures of two learning.json files (metrics, intervals, paired comparisons, instance ids); "
+                    "exit 1 if any differs")
     ap.add_argument("--check", action="store_true", help="exit 1 unless every experiment ran and every "
                     "held-out set is non-empty and disjoint from its training set (CI)")
     ap.add_argument("--only", default=None, help=f"comma-separated experiments (default all: {','.join(ORDER)})")
@@ -45,7 +49,12 @@ def main() -> int:
     from sparring.learning.report import check_results
     from sparring.learning.suite import ORDER, run_suite
 
-    args = build_parser().parse_args()
+    parser = build_parser()
+    args = parser.parse_args()
+    if args.compare:
+        return compare(*args.compare)
+    if args.output is None:
+        parser.error("--output is required (or --compare BEFORE AFTER)")
     only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
     data = {"dond-dialogues": args.dond_data} if args.dond_data else None
     try:
@@ -62,6 +71,18 @@ def main() -> int:
             return 1
         print("check: every experiment ran; held-out sets are disjoint from training sets")
     return 0
+
+
+def compare(before: Path, after: Path) -> int:
+    import json
+
+    from sparring.learning.report import compare_figures
+
+    same, lines = compare_figures(*(json.loads(p.read_text(encoding="utf-8")) for p in (before, after)))
+    for line in lines:
+        print(line)
+    print(f"{same} held-out figures identical, {len(lines)} not")
+    return 1 if lines else 0
 
 
 if __name__ == "__main__":

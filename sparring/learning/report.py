@@ -54,6 +54,33 @@ def check_results(path: Path, expected: list[str]) -> list[str]:
     return problems
 
 
+def held_out_figures(data: dict[str, Any]) -> dict[str, Any]:
+    """Every held-out figure of a learning.json: each experiment's training and held-out ids, each
+    stage's metrics (value, n, interval) and each paired comparison (mean difference, interval,
+    counts up / down / equal). Wall times, speeds and curves are left out: they measure the
+    machine, not the policy."""
+    keys = ("n", "mean_diff", "mean_diff_ci_low", "mean_diff_ci_high", "n_positive", "n_negative", "n_zero")
+    out: dict[str, Any] = {}
+    for e in data.get("experiments") or []:
+        out[f"{e['name']} / training ids"] = e["training_ids"]
+        out[f"{e['name']} / held-out ids"] = e["heldout_ids"]
+        for s in e["stages"]:
+            for k, m in s["metrics"].items():
+                out[f"{e['name']} / {s['name']} / {k}"] = [m["value"], m["n"], m["ci"]]
+        for k, p in (e.get("paired") or {}).items():
+            out[f"{e['name']} / paired {k}"] = {x: p.get(x) for x in keys}
+    return out
+
+
+def compare_figures(before: dict[str, Any], after: dict[str, Any]) -> tuple[int, list[str]]:
+    """(figures identical, one line per figure that differs or is in one file only) of two
+    learning.json files: a code change that should not move any result is checked this way."""
+    a, b = held_out_figures(before), held_out_figures(after)
+    lines = [f"differs: {k}: {a[k]} -> {b[k]}" for k in a if k in b and a[k] != b[k]]
+    lines += [f"only before: {k}" for k in a if k not in b] + [f"only after: {k}" for k in b if k not in a]
+    return sum(1 for k in a if k in b and a[k] == b[k]), lines
+
+
 def _est(m: dict[str, Any] | None) -> str:
     if not m or m.get("value") is None:
         return "n/a"

@@ -17,7 +17,7 @@ from sparring.learning.experiments import debate_dpo_evidence as debate_evidence
 def test_the_evidence_arm_trains_against_the_evidence_judge_and_holds_out_two_others(tmp_path, size):
     ctx = Context(out=tmp_path, size=size, model="smollm2-135m", label="smollm2-135m")
     arm = debate_evidence.ARM
-    cfg = debate._loop_config(ctx, arm.sizes[size], str(tmp_path / "warm"), arm)
+    cfg = debate.loop_config(ctx, arm.sizes[size], str(tmp_path / "warm"), arm)
     assert cfg.name == "debate-dpo-evidence" and cfg.output_dir.endswith("debate-dpo-evidence")
     play = cfg.selfplay
     assert play["agents"]["judge"]["model"] == "evidence-judge"
@@ -33,7 +33,7 @@ def test_the_evidence_arm_trains_against_the_evidence_judge_and_holds_out_two_ot
     assert cfg.train.dpo.loss_type == ["sigmoid"] and cfg.train.learning_rate == arm.train["learning_rate"]
     assert cfg.warm_start is not None and cfg.warm_start.adapter == str(tmp_path / "warm")
     # debate-dpo keeps its own loop: self-play judged by the quote judge, IPO
-    old = debate._loop_config(ctx, debate.SIZES[size], str(tmp_path / "warm"))
+    old = debate.loop_config(ctx, debate.SIZES[size], str(tmp_path / "warm"))
     assert old.name == "debate-dpo" and old.selfplay["tournament"]["type"] == "self_play"
     assert old.selfplay["agents"]["judge"]["model"] == "quote-judge" and old.train.dpo.loss_type == ["ipo"]
 

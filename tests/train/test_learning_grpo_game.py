@@ -25,7 +25,7 @@ def test_every_game_is_the_partners_message_then_one_learner_proposal_then_its_a
 
     shipped = resources.files("sparring") / "configs" / "experiments" / "models" / "scripted.yaml"
     entry = yaml.safe_load(shipped.read_text(encoding="utf-8"))["models"]["fair-negotiator"]
-    config = grpo._experiment({**grpo.SIZES["quick"], "heldout": 24}, "test", 24, "learner")
+    config = grpo.game_config({**grpo.SIZES["quick"], "heldout": 24}, "test", 24, "learner")
     models = {"learner": ScriptedModel("learner", mode="callable", function=_counts),
               "fair-negotiator": ScriptedModel("fair-negotiator", **entry["args"])}
     with Arena.from_config(config, models=models) as arena:

@@ -144,15 +144,15 @@ def test_the_loop_experiments_build_valid_loop_configs(tmp_path, size):
     from sparring.learning.experiments import dond_selfplay as dond
 
     ctx = Context(out=tmp_path, size=size, model="smollm2-135m", label="smollm2-135m")
-    d = debate._loop_config(ctx, debate.SIZES[size], str(tmp_path / "warm"))
+    d = debate.loop_config(ctx, debate.SIZES[size], str(tmp_path / "warm"))
     assert d.method == "dpo" and d.selfplay["agents"]["judge"]["model"] == "quote-judge"
     assert d.warm_start is not None and d.warm_start.adapter == str(tmp_path / "warm")  # DPO starts from the SFT'd debater
     assert d.selfplay["dataset"]["split"] == "train" and d.evaluation.dataset["split"] == "test"
     warm = {"human": "dond", "file": str(tmp_path / "data.txt"), "split": "train", "limit": 4}
-    n = dond._loop_config(ctx, dond.SIZES[size], "dond-selfplay", warm, [])
+    n = dond.loop_config(ctx, dond.SIZES[size], "dond-selfplay", warm, [])
     assert n.method == "sft" and n.warm_start is not None and n.export.require == []
     assert n.selfplay["dataset"]["split"] == "train" and n.evaluation.dataset["split"] == "test"
-    m = dond._loop_config(ctx, dond.SIZES[size], "dond-selfplay-mutual", {"adapter": str(tmp_path / "warm")},
+    m = dond.loop_config(ctx, dond.SIZES[size], "dond-selfplay-mutual", {"adapter": str(tmp_path / "warm")},
                           ["scored_both"])
     assert m.warm_start is not None and m.warm_start.adapter == str(tmp_path / "warm")
     # the full size keeps only deals where both sides score; the quick one keeps every game (a pipeline check)
@@ -217,3 +217,30 @@ def test_every_experiment_of_the_suite_is_one_module_named_as_the_experiment():
     assert set(ORDER) <= set(found)
     for name in ORDER:
         assert inspect.getmodule(found[name]).__name__ == f"sparring.learning.experiments.{name.replace('-', '_')}"
+
+
+def test_two_suite_runs_compare_by_their_held_out_figures(tmp_path):
+    """`scripts/run_learning.py --compare A B`: the held-out figures (not wall times or speeds) of
+    two learning.json files, identical or listed."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from sparring.learning.report import compare_figures
+
+    a = _experiment().to_json()
+    before = {"suite": "quick", "experiments": [a]}
+    timed = json.loads(json.dumps(before))
+    timed["experiments"][0]["wall_s"] = 99.0  # a slower machine: the same figures
+    assert compare_figures(before, timed) == (3 + 1 + 2, [])  # 3 stages' scores, 1 paired, 2 id lists
+    moved = json.loads(json.dumps(before))
+    moved["experiments"][0]["stages"][1]["metrics"]["score"]["value"] = 0.5
+    same, lines = compare_figures(before, moved)
+    assert len(lines) == 1 and lines[0].startswith("differs: toy / sft-s0 / score")
+    files = []
+    for name, data in (("a.json", before), ("b.json", moved)):
+        (tmp_path / name).write_text(json.dumps(data))
+        files.append(str(tmp_path / name))
+    script = Path(__file__).resolve().parents[2] / "scripts" / "run_learning.py"
+    out = subprocess.run([sys.executable, str(script), "--compare", *files], capture_output=True, text=True)
+    assert out.returncode == 1 and "1 not" in out.stdout

@@ -55,7 +55,7 @@ def test_curves_are_read_from_the_step_log_and_drawn(tmp_path: Path):
 
 
 def test_the_failure_penalty_is_on_the_training_games_only(tmp_path: Path):
-    from sparring.learning.experiments.textworld_sft import _config
+    from sparring.learning.experiments.textworld_sft import game_config
 
     ctx = Context(out=tmp_path, size="full", model="smollm2-135m", label="smollm2-135m")
     size = te.SIZES["full"]
@@ -66,5 +66,5 @@ def test_the_failure_penalty_is_on_the_training_games_only(tmp_path: Path):
     assert games["dataset"]["args"]["params"] == te.WORLD
     assert games["agents"]["cook"]["sampling"]["temperature"] == 1.0  # rollout log-probs are exact at T=1
     assert settings["trainer"] == "sparring" and settings["learning_rate"] == size["lr"]
-    heldout = _config("x", "dev", size["heldout"], size, {"temperature": 0.0})
+    heldout = game_config("x", "dev", size["heldout"], size, {"temperature": 0.0})
     assert "failure_penalty" not in heldout["game_args"] and heldout["dataset"]["split"] == "dev"

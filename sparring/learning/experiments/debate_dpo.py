@@ -120,7 +120,7 @@ def warm_start(ctx: Context, size: dict[str, Any], arm: Arm = DEBATE_DPO) -> tup
                                  "demo_valid_quotes": sum(quotes) / max(1, len(quotes))}, demos
 
 
-def _loop_config(ctx: Context, size: dict[str, Any], warm: str, arm: Arm = DEBATE_DPO) -> Any:
+def loop_config(ctx: Context, size: dict[str, Any], warm: str, arm: Arm = DEBATE_DPO) -> Any:
     from sparring.train.loop.config import LoopConfig
 
     agents: dict[str, Any] = {
@@ -184,7 +184,7 @@ def run_arm(ctx: Context, arm: Arm) -> Experiment:
         exp.paired[f"judge_prob {warm_stage} - base ({label})"] = paired(
             measured.per[label][f"{arm.runs}-base"], measured.per[label][warm_stage])
     ctx.progress(exp)
-    loop = Loop(_loop_config(ctx, size, adapter, arm), "<learning suite>", console=ctx.console)
+    loop = Loop(loop_config(ctx, size, adapter, arm), "<learning suite>", console=ctx.console)
     loop.start()
     reference = [adapter]  # each iteration's DPO reference: the adapter it started from
 

@@ -41,7 +41,7 @@ TARGET = ("deals where both sides score in self-play above the warm start (paire
           "policy's points against the fixed partners not below the warm start's (64 held-out games each)")
 
 
-def _loop_config(ctx: Context, size: dict[str, Any], name: str, warm: dict[str, Any], require: list[str]) -> Any:
+def loop_config(ctx: Context, size: dict[str, Any], name: str, warm: dict[str, Any], require: list[str]) -> Any:
     from sparring.train.loop.config import LoopConfig
 
     sampling = {"temperature": 0.8, "max_new_tokens": size["tokens"]}
@@ -76,7 +76,7 @@ def _stage(ctx: Context, exp: Experiment, alias: str, name: str, step: int, size
     return per
 
 
-def _iterate(ctx: Context, exp: Experiment, loop: Any, prefix: str, size: dict[str, Any],
+def iterate(ctx: Context, exp: Experiment, loop: Any, prefix: str, size: dict[str, Any],
              start: dict[str, dict[str, float]]) -> tuple[float, float, dict[str, dict[str, float]]]:
     """Every iteration of `loop`: play, export, train, register, measure; returns (training
     seconds, training tokens, the last iteration's per-instance values). The last iteration also
@@ -112,12 +112,12 @@ def _iterate(ctx: Context, exp: Experiment, loop: Any, prefix: str, size: dict[s
     return train_s, tokens, per
 
 
-def _warm_start(ctx: Context, size: dict[str, Any], data: Path) -> tuple[Any, float]:
+def warm_start_loop(ctx: Context, size: dict[str, Any], data: Path) -> tuple[Any, float]:
     """lm-selfplay's warm start (SFT on the human dialogues) through the loop; (loop, seconds)."""
     from sparring.train.loop.driver import Loop
 
     warm = {"human": "dond", "file": str(data), "split": "train", "limit": size["warm"]}
-    loop = Loop(_loop_config(ctx, size, "dond-selfplay", warm, []), "<learning suite>", console=ctx.console)
+    loop = Loop(loop_config(ctx, size, "dond-selfplay", warm, []), "<learning suite>", console=ctx.console)
     t = time.perf_counter()
     loop.start()
     return loop, time.perf_counter() - t
@@ -131,7 +131,7 @@ def run(ctx: Context) -> Experiment:
     size = SIZES[ctx.size]
     data = dialogues(ctx)
     start = time.perf_counter()
-    loop, warm_s = _warm_start(ctx, size, data)
+    loop, warm_s = warm_start_loop(ctx, size, data)
     base_m, base_per, base_runs, base_info = measure(ctx, ctx.label, "dond-base", size, partners=False)
     exp = Experiment(name="dond-selfplay", description="Deal or No Deal: SFT warm start on human dialogues, then "
                      "self-play SFT on the sides of games that scored above the round's average (lm-selfplay); "
@@ -144,7 +144,7 @@ def run(ctx: Context) -> Experiment:
     warm_per = _stage(ctx, exp, alias, WARM_STAGE, 0, size, True, {"train": warm_s},
                       {"rows": warm["rows"], "steps": warm["steps"], "loss": warm["loss"]})
     exp.paired["deals where both score dond-warm - base"] = paired(base_per["mutual"], warm_per["mutual"])
-    train_s, tokens, _ = _iterate(ctx, exp, loop, "dond-selfplay", size, warm_per)
+    train_s, tokens, _ = iterate(ctx, exp, loop, "dond-selfplay", size, warm_per)
     w = loop.config.warm_start
     assert w is not None and w.file is not None
     warm_rows = human_sft_rows(w.human, w.file, split=w.split, limit=w.limit)  # what loop.start trained on

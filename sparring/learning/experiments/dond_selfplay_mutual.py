@@ -14,10 +14,10 @@ from sparring.learning.experiments.dond_selfplay import (
     SIZES,
     TARGET,
     WARM_STAGE,
-    _iterate,
-    _loop_config,
-    _warm_start,
     dialogues,
+    iterate,
+    loop_config,
+    warm_start_loop,
 )
 from sparring.learning.registry import experiment
 from sparring.learning.results import Experiment, Stage
@@ -33,10 +33,10 @@ def run_mutual(ctx: Context) -> Experiment:
     warm_alias = f"{ctx.label}@{WARM_STAGE}"
     warm_s = 0.0
     if warm_alias not in ctx.adapters:
-        first, warm_s = _warm_start(ctx, size, dialogues(ctx))
+        first, warm_s = warm_start_loop(ctx, size, dialogues(ctx))
         ctx.register(WARM_STAGE, first.state["warm"]["adapter"])
     adapter = ctx.adapters[warm_alias]
-    loop = Loop(_loop_config(ctx, size, "dond-selfplay-mutual", {"adapter": adapter}, ["scored_both"]),
+    loop = Loop(loop_config(ctx, size, "dond-selfplay-mutual", {"adapter": adapter}, ["scored_both"]),
                 "<learning suite>", console=ctx.console)
     loop.start()
     metrics, warm_per, runs, info = measure(ctx, warm_alias, WARM_STAGE, size, partners=True)
@@ -46,7 +46,7 @@ def run_mutual(ctx: Context) -> Experiment:
                      model=ctx.label, primary="mutual_deal_rate", training_ids=[],
                      heldout_ids=sorted(warm_per["mutual"]), target=TARGET)
     exp.stages.append(Stage(WARM_STAGE, 0, metrics, {"train": warm_s, **walls(runs)}, info={"adapter": adapter, **info}))
-    _iterate(ctx, exp, loop, "dond-mutual", size, warm_per)
+    iterate(ctx, exp, loop, "dond-mutual", size, warm_per)
     exp.notes.append("filter: above_avg with require [scored_both] — sides of games that did not end in a deal where "
                      "both score count as reward 0 in the round's mean and are never kept")
     exp.notes.append("the warm start is the one dond-selfplay trained (same adapter), measured again here "

@@ -50,7 +50,7 @@ GAME = {"objective": "self", "untagged_as_message": True, "prefill_proposals": T
         "first_player": f"Player_{SEATING.index('partner') + 1}"}  # DoND's seat names (config, not import: layers)
 
 
-def _experiment(size: dict[str, Any], split: str, n: int, learner: str) -> dict[str, Any]:
+def game_config(size: dict[str, Any], split: str, n: int, learner: str) -> dict[str, Any]:
     return {"game": "dond", "game_args": GAME,
             "dataset": {"name": "dond_generated", "split": split, "args": {"n": max(2 * n, 40), "seed": 1}, "limit": n},
             "agents": {"learner": {"role": "negotiator", "model": learner,
@@ -59,7 +59,7 @@ def _experiment(size: dict[str, Any], split: str, n: int, learner: str) -> dict[
             "tournament": {"type": "custom", "matchups": [list(SEATING)]}, "run": {"seed": 0, "max_live": MAX_LIVE}}
 
 def evaluate(ctx: Context, model: str, name: str, size: dict[str, Any]) -> tuple[dict, dict, Played]:
-    played = ctx.play(_experiment(size, "test", size["heldout"], model), name)
+    played = ctx.play(game_config(size, "test", size["heldout"], model), name)
     rewards, deals, finished, per = [], [], [], {}
     for r in played.records:
         seat = next(p for p, s in r.seats.items() if s.agent == "learner")
@@ -101,7 +101,7 @@ def run(ctx: Context) -> Experiment:
         m, start_per, played = evaluate(ctx, start_alias, "grpo-start", size)
         exp.stages.append(Stage(f"start: {start_name}", 0, m, played.walls("heldout"), info={"adapter": adapter}))
     ctx.progress(exp)
-    experiment_cfg = {**_experiment(size, "train", size["train"], "learner"), "models_file": str(ctx.models_file.resolve())}
+    experiment_cfg = {**game_config(size, "train", size["train"], "learner"), "models_file": str(ctx.models_file.resolve())}
     data = {"model": ctx.model, "adapter": adapter, "experiment": experiment_cfg, "seats": [LEARNER_SEAT],
             "num_generations": size["generations"], "prompts_per_step": 1, "max_steps": size["steps"],
             "learning_rate": LEARNING_RATE, "beta": BETA, "format_penalty": 0.1,
@@ -151,4 +151,4 @@ def run(ctx: Context) -> Experiment:
 
 def _train_ids(ctx: Context, size: dict[str, Any]) -> list[str]:
     """The GRPO training scenarios' ids, as the engine loads them (to check disjointness)."""
-    return instance_ids({**_experiment(size, "train", size["train"], "learner"), "models_file": str(ctx.models_file)})
+    return instance_ids({**game_config(size, "train", size["train"], "learner"), "models_file": str(ctx.models_file)})

@@ -27,9 +27,9 @@ from typing import Any
 
 from sparring.learning.arms import Measured, run_arm
 from sparring.learning.context import Context
-from sparring.learning.experiments.textworld_rl import _experiment, appliance_errors, arm_config
+from sparring.learning.experiments.textworld_rl import appliance_errors, arm_config, game_config
 from sparring.learning.experiments.textworld_sft import SIZES as SFT_SIZES
-from sparring.learning.experiments.textworld_sft import _gold_rows, _sft, evaluate
+from sparring.learning.experiments.textworld_sft import evaluate, gold_rows, sft
 from sparring.learning.registry import experiment
 from sparring.learning.report import plot_training, training_panels
 from sparring.learning.results import Experiment, Stage, rate
@@ -98,7 +98,7 @@ TRAINING_PANELS = training_panels("score", {"game/success": "training games won"
 def _settings(ctx: Context, size: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     """The arm's online-config keys: this size's rates and groups, and the training games with the
     reward's failure penalty (the held-out games keep the simulator's score as it is)."""
-    games = _experiment(ctx, size, "train", size["rl_games"], 1.0)
+    games = game_config(ctx, size, "train", size["rl_games"], 1.0)
     games["game_args"]["failure_penalty"] = size["failure_penalty"]
     return {"learning_rate": size["lr"], "beta": size["beta"], "num_generations": size["generations"],
             "prompts_per_step": size["prompts"], "micro_batch_size": size["micro_batch"], "experiment": games,
@@ -109,8 +109,8 @@ def _settings(ctx: Context, size: dict[str, Any], extra: dict[str, Any]) -> dict
 def run(ctx: Context) -> Experiment:
     size = SIZES[ctx.size]
     begin = time.perf_counter()
-    gold, rows = _gold_rows(ctx, size, f"{NAME}-gold")
-    result, sft_s = _sft(ctx, rows, size, 0, size["steps"], f"{NAME}-start")
+    gold, rows = gold_rows(ctx, size, f"{NAME}-gold")
+    result, sft_s = sft(ctx, rows, size, 0, size["steps"], f"{NAME}-start")
     start, start_alias = str(result.adapter), ctx.register(f"{NAME}-start", result.adapter)
     start_m = _measure(ctx, start_alias, f"{NAME}-start", size)
     gold_won = rate([bool(r.outcome and r.outcome.metrics["success"]) for r in gold.records]).value

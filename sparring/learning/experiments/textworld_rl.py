@@ -29,7 +29,7 @@ from typing import Any
 
 from sparring.learning.arms import AS_MEASURED, Measured, run_arm
 from sparring.learning.context import Context, Played
-from sparring.learning.experiments.textworld_sft import GAME_ARGS, _gold_rows, _sft, evaluate
+from sparring.learning.experiments.textworld_sft import GAME_ARGS, evaluate, gold_rows, sft
 from sparring.learning.experiments.textworld_sft import SIZES as SFT_SIZES
 from sparring.learning.registry import experiment
 from sparring.learning.results import Experiment, Stage, paired, rate
@@ -72,7 +72,7 @@ def appliance_errors(records: list[Any]) -> list[bool]:
     return flags
 
 
-def _experiment(ctx: Context, size: dict[str, Any], split: str, n: int, temperature: float) -> dict[str, Any]:
+def game_config(ctx: Context, size: dict[str, Any], split: str, n: int, temperature: float) -> dict[str, Any]:
     return {"game": "textworld_cooking", "game_args": {**GAME_ARGS, "max_steps": size["max_steps"]},
             "dataset": {"name": "cookingworld", "split": split, "limit": n, "args": {"params": size["params"]}},
             "models_file": str(ctx.models_file.resolve()),
@@ -90,7 +90,7 @@ def arm_config(ctx: Context, size: dict[str, Any], start: str, algorithm: str,
     steps = size["ppo_steps" if algorithm == "ppo" else "grpo_steps"]
     data: dict[str, Any] = {
         "algorithm": algorithm, "model": ctx.model, "adapter": start,
-        "learner_agent": "cook", "experiment": _experiment(ctx, size, "train", size["rl_games"], 1.0),
+        "learner_agent": "cook", "experiment": game_config(ctx, size, "train", size["rl_games"], 1.0),
         "max_steps": steps, "learning_rate": 2e-5 if algorithm == "grpo" else 1e-5, "save_steps": 4, "seed": 0,
         "sequences_per_episode": 1, "gradient_checkpointing": False, **AS_MEASURED}
     if algorithm == "ppo":
@@ -111,7 +111,7 @@ def _expert_iteration(ctx: Context, size: dict[str, Any], start: str, start_alia
     from sparring.train.export import ExportFilters
     from sparring.train.export.filters import select
 
-    cfg = _experiment(ctx, size, "train", size["ei_games"], 0.7)
+    cfg = game_config(ctx, size, "train", size["ei_games"], 0.7)
     cfg["agents"]["cook"]["model"] = start_alias
     played = ctx.play(cfg, "textworld-ei-play")
     kept = [rec for rec, _ in select(played.records, ExportFilters(agent="cook", keep="above_avg"))]
@@ -119,7 +119,7 @@ def _expert_iteration(ctx: Context, size: dict[str, Any], start: str, start_alia
     if not rows:
         rows = episode_rows(played.records)  # every game scored alike (the quick suite): keep the pipeline going
     t = time.perf_counter()
-    result, _ = _sft(ctx, rows, size, 0, min(size["ei_steps"], len(rows)), "textworld-expert-iteration", start)
+    result, _ = sft(ctx, rows, size, 0, min(size["ei_steps"], len(rows)), "textworld-expert-iteration", start)
     return result, time.perf_counter() - t, played
 
 
@@ -134,13 +134,13 @@ def _measure(ctx: Context, alias: str, run: str, size: dict[str, Any]) -> Measur
 def run(ctx: Context) -> Experiment:
     size = SIZES[ctx.size]
     begin = time.perf_counter()
-    gold, rows = _gold_rows(ctx, size, "textworld-rl-gold")
+    gold, rows = gold_rows(ctx, size, "textworld-rl-gold")
     reused = ctx.adapters.get(f"{ctx.label}@textworld-sft-s0")
     t = time.perf_counter()
     if reused:
         start, sft_info = reused, {"reused": reused}
     else:
-        result, _ = _sft(ctx, rows, size, 0, size["steps"], "textworld-rl-start")
+        result, _ = sft(ctx, rows, size, 0, size["steps"], "textworld-rl-start")
         start, sft_info = str(result.adapter), {"rows": result.rows, "loss": result.loss}
     sft_s = time.perf_counter() - t
     start_alias = ctx.register("textworld-rl-start", start)

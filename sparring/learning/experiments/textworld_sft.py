@@ -47,7 +47,7 @@ GAME_ARGS = {"show_valid_actions": False, "show_state": False, "history": None, 
              "keep_recipe": False}
 
 
-def _config(model: str, split: str, n: int, size: dict[str, Any], sampling: dict[str, Any]) -> dict[str, Any]:
+def game_config(model: str, split: str, n: int, size: dict[str, Any], sampling: dict[str, Any]) -> dict[str, Any]:
     return {"game": "textworld_cooking", "game_args": {**GAME_ARGS, "max_steps": size["max_steps"]},
             "dataset": {"name": "cookingworld", "split": split, "limit": n, "args": {"params": size["params"]}},
             "agents": {"cook": {"role": "player", "model": model, "sampling": sampling}},
@@ -74,7 +74,7 @@ def episode_rows(records: list[Any], agent: str = "cook") -> list[dict[str, Any]
 
 
 def evaluate(ctx: Context, model: str, name: str, n: int, size: dict[str, Any]) -> tuple[dict[str, Any], dict, Played]:
-    played = ctx.play(_config(model, "dev", n, size, {"temperature": 0.0, "max_new_tokens": 12, "stop": ["\n"]}),
+    played = ctx.play(game_config(model, "dev", n, size, {"temperature": 0.0, "max_new_tokens": 12, "stop": ["\n"]}),
                       name)
     per = {r.instance_id: r.outcome.metrics for r in played.records if r.outcome}
     metrics = {"success": rate([bool(m["success"]) for m in per.values()]),
@@ -83,18 +83,18 @@ def evaluate(ctx: Context, model: str, name: str, n: int, size: dict[str, Any]) 
     return metrics, {k: float(m["score"]) for k, m in per.items()}, played
 
 
-def _gold_rows(ctx: Context, size: dict[str, Any], name: str,
+def gold_rows(ctx: Context, size: dict[str, Any], name: str,
                by_instance: bool = False) -> tuple[Played, list[dict[str, Any]]]:
     """The gold policy on `size["train"]` training games and one SFT row per won episode, in the
     run's order or (`by_instance`) ordered by instance id, so that the first n rows of a larger
     set are the rows of the first n games."""
     gold_size = {**size, "max_steps": size.get("gold_max_steps", size["max_steps"])}
-    played = ctx.play(_config("textworld-gold", "train", size["train"], gold_size, {"max_new_tokens": 16}), name)
+    played = ctx.play(game_config("textworld-gold", "train", size["train"], gold_size, {"max_new_tokens": 16}), name)
     won = [r for r in played.records if r.outcome and r.outcome.metrics.get("success")]
     return played, episode_rows(sorted(won, key=lambda r: r.instance_id) if by_instance else won)
 
 
-def _sft(ctx: Context, rows: list[dict[str, Any]], size: dict[str, Any], seed: int, steps: int, name: str,
+def sft(ctx: Context, rows: list[dict[str, Any]], size: dict[str, Any], seed: int, steps: int, name: str,
          adapter: str | None = None) -> tuple[Any, float]:
     """One LoRA SFT run (batch 1: a row a step) into OUT/adapters/NAME; (result, seconds)."""
     from sparring.train.config import LoraSettings, TrainSettings
@@ -108,7 +108,7 @@ def _sft(ctx: Context, rows: list[dict[str, Any]], size: dict[str, Any], seed: i
     return result, time.perf_counter() - t
 
 
-def _trained_stage(ctx: Context, exp: Experiment, result: Any, seconds: float, stage: str, step: int, seed: int,
+def trained_stage(ctx: Context, exp: Experiment, result: Any, seconds: float, stage: str, step: int, seed: int,
                    size: dict[str, Any], base_scores: dict[str, float]) -> None:
     """Register the adapter as LABEL@STAGE, play the held-out games with it, add its stage and its
     paired score difference against the base model."""
@@ -121,7 +121,7 @@ def _trained_stage(ctx: Context, exp: Experiment, result: Any, seconds: float, s
     ctx.progress(exp)
 
 
-def _base_stage(ctx: Context, name: str, description: str, gold: Played, rows: list[dict[str, Any]],
+def base_stage(ctx: Context, name: str, description: str, gold: Played, rows: list[dict[str, Any]],
                 size: dict[str, Any], run: str) -> tuple[Experiment, dict[str, float], Played]:
     """The experiment with its base-model stage (the held-out games before training, run `run`)."""
     base_m, base_scores, base_played = evaluate(ctx, ctx.label, run, size["heldout"], size)
@@ -135,7 +135,7 @@ def _base_stage(ctx: Context, name: str, description: str, gold: Played, rows: l
     return exp, base_scores, base_played
 
 
-def _finish(ctx: Context, exp: Experiment, base_played: Played, size: dict[str, Any], rows: list[dict[str, Any]],
+def finish(ctx: Context, exp: Experiment, base_played: Played, size: dict[str, Any], rows: list[dict[str, Any]],
             trained_rows: int, train_s: float, start: float) -> Experiment:
     from sparring.learning.loops import speed
     from sparring.learning.speed import row_tokens
@@ -152,17 +152,17 @@ def _finish(ctx: Context, exp: Experiment, base_played: Played, size: dict[str, 
 def run(ctx: Context) -> Experiment:
     size = SIZES[ctx.size]
     start = time.perf_counter()
-    gold, rows = _gold_rows(ctx, size, "textworld-gold")
-    exp, base_scores, base_played = _base_stage(
+    gold, rows = gold_rows(ctx, size, "textworld-gold")
+    exp, base_scores, base_played = base_stage(
         ctx, "textworld-sft", "TextWorld cooking: LoRA SFT on gold demonstrations (one multi-turn row per "
         "episode), held-out dev-fold games played greedily.", gold, rows, size, "textworld-base")
     train_s, trained_steps = 0.0, 0
     for seed in size["seeds"]:
         adapter = None
         for chunk in range(1, size["chunks"] + 1):
-            result, seconds = _sft(ctx, rows, size, seed, size["steps"], f"textworld-sft-s{seed}-c{chunk}", adapter)
+            result, seconds = sft(ctx, rows, size, seed, size["steps"], f"textworld-sft-s{seed}-c{chunk}", adapter)
             train_s, trained_steps = train_s + seconds, trained_steps + result.steps
             adapter = str(result.adapter)
             stage = f"textworld-sft-s{seed}" + ("" if chunk == size["chunks"] else f"-c{chunk}")
-            _trained_stage(ctx, exp, result, seconds, stage, chunk * size["steps"], seed, size, base_scores)
-    return _finish(ctx, exp, base_played, size, rows, trained_steps, train_s, start)  # batch 1: a row a step
+            trained_stage(ctx, exp, result, seconds, stage, chunk * size["steps"], seed, size, base_scores)
+    return finish(ctx, exp, base_played, size, rows, trained_steps, train_s, start)  # batch 1: a row a step

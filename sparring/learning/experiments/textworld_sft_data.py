@@ -10,11 +10,11 @@ from typing import Any
 from sparring.learning.context import Context
 from sparring.learning.experiments.textworld_sft import (
     SIZES,
-    _base_stage,
-    _finish,
-    _gold_rows,
-    _sft,
-    _trained_stage,
+    base_stage,
+    finish,
+    gold_rows,
+    sft,
+    trained_stage,
 )
 from sparring.learning.registry import experiment
 from sparring.learning.results import Experiment
@@ -32,16 +32,16 @@ def run_data(ctx: Context) -> Experiment:
     `textworld-sft`. A stage's step is its number of games (one row a step)."""
     size = DATA_SIZES[ctx.size]
     start = time.perf_counter()
-    gold, rows = _gold_rows(ctx, size, "textworld-data-gold", by_instance=True)
-    exp, base_scores, base_played = _base_stage(
+    gold, rows = gold_rows(ctx, size, "textworld-data-gold", by_instance=True)
+    exp, base_scores, base_played = base_stage(
         ctx, "textworld-sft-data", "TextWorld cooking: the held-out score against the number of gold games "
         f"trained on ({', '.join(map(str, size['games']))}; one epoch each, seed {size['seed']}).", gold, rows, size,
         "textworld-data-base")
     train_s, trained_steps = 0.0, 0
     for n in size["games"]:
         subset = rows[:n]
-        result, seconds = _sft(ctx, subset, size, size["seed"], len(subset), f"textworld-sft-g{n}")
+        result, seconds = sft(ctx, subset, size, size["seed"], len(subset), f"textworld-sft-g{n}")
         train_s, trained_steps = train_s + seconds, trained_steps + result.steps
-        _trained_stage(ctx, exp, result, seconds, f"textworld-sft-g{n}", len(subset), size["seed"], size,
+        trained_stage(ctx, exp, result, seconds, f"textworld-sft-g{n}", len(subset), size["seed"], size,
                        base_scores)
-    return _finish(ctx, exp, base_played, size, rows, trained_steps, train_s, start)
+    return finish(ctx, exp, base_played, size, rows, trained_steps, train_s, start)
