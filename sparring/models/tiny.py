@@ -30,15 +30,16 @@ def tiny_tokenizer(bundled: str = DEFAULT_BUNDLED):
 
 def tiny_model(seed: int = 0, num_layers: int = 2, hidden_size: int = 64, num_heads: int = 4,
                num_kv_heads: int = 2, intermediate_size: int = 128, max_position_embeddings: int = 2048,
-               init_std: float = 0.2, dtype: torch.dtype = torch.float32):
-    """(model, tokenizer): a Llama-architecture model with random weights, deterministic per seed.
+               init_std: float = 0.2, dtype: torch.dtype = torch.float32, tokenizer=None):
+    """(model, tokenizer): a Llama-architecture model with random weights, deterministic per seed;
+    `tokenizer` replaces the bundled one (the vocabulary sizes the embeddings).
 
     `init_std` is larger than the usual 0.02 so that next-token distributions are peaked: greedy
     decoding then has clear winners and batched-vs-single comparisons are not decided by noise.
     """
     from transformers import AutoModelForCausalLM, LlamaConfig
 
-    tokenizer = tiny_tokenizer()
+    tokenizer = tokenizer if tokenizer is not None else tiny_tokenizer()
     config = LlamaConfig(
         vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=intermediate_size,
         num_hidden_layers=num_layers, num_attention_heads=num_heads, num_key_value_heads=num_kv_heads,

@@ -22,11 +22,39 @@ HIDDEN = 128
 SYSTEM = {"role": "system", "content": "Answer."}  # short: the template's default system text is 20 tokens
 
 
-def learnable_tiny(directory: str | Path, seed: int = 0, sharpness: float = 1.0) -> Path:
-    """Save a tiny random Llama (hidden 128, the bundled tokenizer) whose stop token has a random
-    embedding like every other token; returns the directory (a `model:` for every trainer).
-    `sharpness` scales the final norm's weight, hence every logit: at 1 a sampled reply is spread
-    over thousands of tokens (entropy ~8.3 nats), at 2 over tens."""
+def small_tokenizer(vocab: int = 512) -> Any:
+    """A byte-level BPE tokenizer of `vocab` tokens learnt from the offline checks' own chats, with
+    the bundled tokenizer's special tokens and chat template. On a tiny model almost all of a
+    trainer's step is the vocabulary: TRL's log-probabilities (and the loss's log-softmax) over the
+    bundled tokenizer's 49,152 tokens cost ~100x those over 512. Byte-level: any text still
+    encodes, and decodes back exactly."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from sparring.models.tiny import tiny_tokenizer
+
+    bundled = tiny_tokenizer()
+    chats = [row["messages"] for row in sft_rows()]
+    chats += [row["prompt"] + row[side] for row in dpo_rows() for side in ("chosen", "rejected")]
+    corpus = [bundled.apply_chat_template(chat, tokenize=False) for chat in chats]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(corpus, trainers.BpeTrainer(
+        vocab_size=vocab, special_tokens=list(bundled.all_special_tokens), show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    small = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=bundled.bos_token, eos_token=bundled.eos_token,
+                                    pad_token=bundled.pad_token, unk_token=bundled.unk_token)
+    small.chat_template = bundled.chat_template
+    return small
+
+
+def learnable_tiny(directory: str | Path, seed: int = 0, sharpness: float = 1.0, small_vocab: bool = False) -> Path:
+    """Save a tiny random Llama (hidden 128, the bundled tokenizer, or with `small_vocab` the
+    checks' own 512-token one) whose stop token has a random embedding like every other token;
+    returns the directory (a `model:` for every trainer). `sharpness` scales the final norm's
+    weight, hence every logit: at 1 a sampled reply is spread over thousands of tokens (entropy
+    ~8.3 nats), at 2 over tens."""
     import torch
 
     from sparring.models.tiny import tiny_model
@@ -34,7 +62,8 @@ def learnable_tiny(directory: str | Path, seed: int = 0, sharpness: float = 1.0)
     directory = Path(directory)
     if (directory / "config.json").is_file():
         return directory
-    model, tokenizer = tiny_model(seed=seed, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN)
+    model, tokenizer = tiny_model(seed=seed, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN,
+                                  tokenizer=small_tokenizer() if small_vocab else None)
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         model.get_input_embeddings().weight[tokenizer.eos_token_id] = torch.randn(HIDDEN, generator=generator) * 0.2

@@ -26,7 +26,8 @@ pytestmark = pytest.mark.slow  # seconds each on 2 cores (tiny model, a few full
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    return lc.learnable_tiny(tmp_path_factory.mktemp("learnable") / "tiny")
+    # the checks' own small vocabulary: the same trainers and tasks at a fraction of the cost
+    return lc.learnable_tiny(tmp_path_factory.mktemp("learnable") / "tiny", small_vocab=True)
 
 
 def test_sft_memorises_its_rows_with_loss_on_the_replies_only(tiny, tmp_path):
