@@ -15,7 +15,7 @@ at play time:
 The text is then tokenised segment by segment (context, reply, context, ...), so a trained token
 never straddles a reply's edge. Anything that cannot be aligned is an `AlignmentError` naming the
 model and the turn, never loss on the prompt. SFT rows, DPO/KTO pairs and the soft-preference
-loss all go through `mask_chat`; GRPO and PPO train the token ids the model sampled (`online/grpo/sequence.py`),
+loss all go through `mask_chat`; GRPO and PPO train the token ids the model sampled (`online/sequence.py`),
 in the prompt the same renderer built.
 """
 

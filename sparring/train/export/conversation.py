@@ -16,7 +16,7 @@ KTO rows):
   the correction joins the user message before it, so the chat still alternates.
 - `clean`: the rejected reply and its correction are both removed, as if the first attempt had
   been the accepted reply.
-GRPO trains on the exact tokens shown instead (`train/online/grpo/sequence.py`): there the rejected reply
+GRPO trains on the exact tokens shown instead (`train/online/sequence.py`): there the rejected reply
 and the correction are context (environment tokens) of the retry, never trained.
 """
 

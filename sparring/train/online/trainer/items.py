@@ -1,6 +1,6 @@
 """The trainer's data: one `Item` per training sequence of one learner seat of one episode.
 
-An episode's learner sequences (`grpo/sequence.py`: exactly the tokens the learner sampled, in the
+An episode's learner sequences (`online/sequence.py`: exactly the tokens the learner sampled, in the
 context it sampled them) hold its turns as the runs of `env_mask` = 1, one run per call, in order.
 Each turn t of a seat gets a value V_t (PPO: the value head at the token just before the turn's
 first sampled token, the state it answers), a reward r_t (`credit.turn_rewards`), an advantage
