@@ -75,7 +75,7 @@ class Measured:
 def train(ctx: Context, name: str, data: dict[str, Any], out: Path | None = None) -> Arm:
     """Run the online config `data` (its `name` and `output_dir`, default `OUT/online/NAME`, are
     set here): trained, resumed, or kept when a finished run of the same config is there."""
-    from sparring.train.online.launch import load_online, run_online
+    from sparring.train.online.launch import load_online
 
     out = out or ctx.out / "online" / name
     data = {**data, "name": name, "output_dir": str(out)}
@@ -86,7 +86,7 @@ def train(ctx: Context, name: str, data: dict[str, Any], out: Path | None = None
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     config, file = load_online(str(path))
     t = time.perf_counter()
-    first = _run(config, file, out, run_online)
+    first = _run(config, file, out)
     return Arm(str(out / "adapter"), time.perf_counter() - t, _training_ids(config), _steps(config, out), out, first)
 
 
@@ -110,12 +110,12 @@ def run_arm(ctx: Context, exp: Experiment, name: str, data: dict[str, Any], meas
     return arm
 
 
-def _run(config: Any, file: str, out: Path, run_online: Callable[..., Any]) -> int:
+def _run(config: Any, file: str, out: Path) -> int:
     """Train into `out` unless a finished run of this config is there; the step this call started
     from (the config's `max_steps` when nothing was trained now)."""
     from sparring.train.checkpoints import checkpoint_step, last_checkpoint
     from sparring.train.fingerprint import fingerprint
-    from sparring.train.online.launch import state_for
+    from sparring.train.online.launch import run_online, state_for
 
     state = state_for(config, file)
     stored = state.stored()

@@ -35,9 +35,10 @@ def count_params(model_name: str) -> int:
     """Parameters of a base model (a registry name or a directory), read from its config only."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from sparring.train.policy import base_kwargs, resolve_base
+    from sparring.train.policy import resolve
 
-    config = AutoConfig.from_pretrained(resolve_base(model_name), **base_kwargs(model_name))
+    base = resolve(model_name)
+    config = AutoConfig.from_pretrained(base.source, **base.kwargs)
     import torch
 
     with torch.device("meta"):

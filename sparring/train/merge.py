@@ -11,7 +11,7 @@ def merge_adapter(adapter: str | Path, out: str | Path, base: str | None = None)
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from sparring.train.policy import base_kwargs, resolve_base
+    from sparring.train.policy import resolve
 
     adapter, out = Path(adapter), Path(out)
     if base is None:
@@ -20,10 +20,10 @@ def merge_adapter(adapter: str | Path, out: str | Path, base: str | None = None)
         from sparring.errors import SparringError
 
         raise SparringError(f"{adapter}: the adapter does not name its base model; pass --base")
-    source = resolve_base(base)
-    model = AutoModelForCausalLM.from_pretrained(source, **base_kwargs(base))
+    resolved = resolve(base)  # once: the registry and the hub are read here only
+    model = AutoModelForCausalLM.from_pretrained(resolved.source, **resolved.kwargs)
     own = (adapter / "tokenizer_config.json").is_file()
-    tokenizer = AutoTokenizer.from_pretrained(adapter if own else source, **({} if own else base_kwargs(base)))
+    tokenizer = AutoTokenizer.from_pretrained(adapter if own else resolved.source, **({} if own else resolved.kwargs))
     merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
     out.mkdir(parents=True, exist_ok=True)
     merged.save_pretrained(str(out), safe_serialization=True)

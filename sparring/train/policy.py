@@ -50,7 +50,7 @@ class Base:
         """Where the tokenizer loads from (a hub id: its tokenizer_config.json checked)."""
         from sparring.models.hub import resolve_source
 
-        if self.source != str(self.args["model"]):  # a local directory (or a snapshot already fetched)
+        if self.source != str(self.args["model"]):  # the bundled model's converted directory
             return self.source
         return resolve_source(str(self.args["model"]), "model", "tokenizer_config.json", self.args.get("revision"))
 
