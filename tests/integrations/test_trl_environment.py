@@ -91,7 +91,7 @@ def test_grpo_trainer_trains_two_steps_with_the_environment(Env, tmp_path, monke
 
     from sparring.models.tiny import tiny_model
 
-    model, tok = tiny_model()
+    model, tok = tiny_model(vocab=1024)
     tok.chat_template = (files("trl") / "chat_templates" / "qwen2_5.jinja").read_text()  # a tool-calling template
     tok.padding_side = "left"
     say = '<tool_call>\n{"name": "say", "arguments": {"message": "I want the hats"}}\n</tool_call>'

@@ -30,7 +30,7 @@ def repo_dir(tmp_path_factory) -> Path:
     from tests.train.chat_families import family_tokenizer
 
     out = tmp_path_factory.mktemp("hub-repo")
-    model, _ = tiny_model(seed=3)
+    model, _ = tiny_model(seed=3, vocab=1024)
     tok = family_tokenizer("llama3", tiny_tokenizer())
     model.resize_token_embeddings(len(tok), mean_resizing=False)
     eot = tok.convert_tokens_to_ids("<|eot_id|>")

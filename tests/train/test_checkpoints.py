@@ -25,7 +25,7 @@ def sft_rows(n: int = 8) -> list[dict]:
 def tiny(tmp_path_factory):
     from sparring.models.tiny import save_tiny_model
 
-    return str(save_tiny_model(tmp_path_factory.mktemp("tiny") / "model", seed=0))
+    return str(save_tiny_model(tmp_path_factory.mktemp("tiny") / "model", seed=0, vocab=1024))
 
 
 def test_time_limit_asks_the_trainer_to_save_and_stop_once_the_time_is_up():

@@ -209,7 +209,7 @@ def test_a_command_destroys_its_process_group_before_the_interpreter_exits(tmp_p
 def tiny(tmp_path):
     from sparring.models.tiny import save_tiny_model
 
-    return save_tiny_model(tmp_path / "tiny", seed=0)
+    return save_tiny_model(tmp_path / "tiny", seed=0, vocab=1024)
 
 
 def dpo_loop_config(tmp_path: Path, tiny: Path, out: str, batch_size: int) -> Path:

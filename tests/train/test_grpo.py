@@ -47,7 +47,7 @@ def fake_trainer(model):
 
 @pytest.fixture(scope="module")
 def tiny():
-    return tiny_model()
+    return tiny_model(vocab=1024)
 
 
 def play_groups(tiny, *, train_rejected=False, num_generations=3, sequences_per_episode=3, config=None):
@@ -150,7 +150,7 @@ def test_an_episode_with_more_calls_than_slots_counts_the_dropped_calls(tiny):
 
 def test_zero_advantage_groups_are_counted_when_rewards_differ():
     """A group counts as zero-advantage only when all its episodes' rewards are equal."""
-    model, tok = tiny_model()
+    model, tok = tiny_model(vocab=1024)
     good = ScriptedModel("partner", mode="cycle", texts=["[message] hi", "[propose] (0 books, 0 hats, 0 balls)"])
     with Arena.from_config(dond(), models={"learner": ScriptedModel("learner"), "partner": good}) as arena:
         rollout = EpisodeRollout(arena, "learner", tok, num_generations=2)
@@ -208,7 +208,7 @@ def test_a_greedy_learner_is_a_config_error_before_any_weights_load(tmp_path):
 
 
 def test_rollout_prompts_seeds_and_seats():
-    _, tok = tiny_model()
+    _, tok = tiny_model(vocab=1024)
     with Arena.from_config(dond(), models={"learner": ScriptedModel("learner"), "partner": partner()}) as arena:
         rollout = EpisodeRollout(arena, "learner", tok, num_generations=2, format_penalty=0.5)
         rows = prompt_rows(sorted(arena.instances)[:1], [0, 1])
@@ -249,7 +249,7 @@ def tiny_grpo(tmp_path, **settings):
     from sparring.models.tiny import save_tiny_model
     from sparring.train.online.config import OnlineConfig
 
-    path = save_tiny_model(tmp_path / "tiny")
+    path = save_tiny_model(tmp_path / "tiny", vocab=1024)
     (tmp_path / "m.yaml").write_text(yaml.safe_dump({"models": {"partner": {"backend": "scripted", "args": {
         "mode": "cycle", "texts": ["[message] hi", "[propose] (1 books, 0 hats, 0 balls)"]}}}}))
     experiment = dond(max_new_tokens=5)

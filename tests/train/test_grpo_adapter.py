@@ -53,7 +53,7 @@ def bases(tmp_path_factory):
     from sparring.models.tiny import save_tiny_model
 
     root = tmp_path_factory.mktemp("bases")
-    return save_tiny_model(root / "tiny"), save_tiny_model(root / "narrow", hidden_size=32, intermediate_size=64)
+    return save_tiny_model(root / "tiny", vocab=1024), save_tiny_model(root / "narrow", hidden_size=32, intermediate_size=64, vocab=1024)
 
 
 def test_a_missing_or_non_lora_adapter_is_a_clear_config_error_before_anything_runs(tmp_path, bases):

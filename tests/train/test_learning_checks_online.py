@@ -12,12 +12,12 @@ from . import learning_checks as lc
 from . import learning_checks_online as lco
 from . import one_decision_game  # noqa: F401  (registers the game "one_decision")
 
-pytestmark = pytest.mark.slow  # seconds to a minute each on 2 cores
+pytestmark = pytest.mark.slow  # 5-20 s each on 2 cores
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    return lc.learnable_tiny(tmp_path_factory.mktemp("learnable") / "tiny", sharpness=lco.SHARPNESS)
+    return lc.learnable_tiny(tmp_path_factory.mktemp("learnable") / "tiny", sharpness=lco.SHARPNESS, small_vocab=True)
 
 
 @pytest.mark.parametrize("check", list(lco.ONLINE_CHECK))

@@ -22,7 +22,7 @@ from sparring.types import Completion, Message, Sampling, Usage
 def tiny_dir(tmp_path_factory) -> Path:
     from sparring.models.tiny import save_tiny_model
 
-    return save_tiny_model(tmp_path_factory.mktemp("m") / "tiny")
+    return save_tiny_model(tmp_path_factory.mktemp("m") / "tiny", vocab=1024)
 
 
 def call(model: str, text: str, tokens: int, sampling: Sampling, prefix: str = "") -> CallRecord:

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow  # trains a tiny model four times: about a minute 
 def loop_file(tmp_path):
     from sparring.models.tiny import save_tiny_model
 
-    tiny = save_tiny_model(tmp_path / "tiny", seed=0)
+    tiny = save_tiny_model(tmp_path / "tiny", seed=0, vocab=1024)
     (tmp_path / "models.yaml").write_text(yaml.safe_dump({"models": {
         "scripted-judge": {"backend": "scripted", "args": {"score_mode": "random", "seed": 5}}}}))
     config = {

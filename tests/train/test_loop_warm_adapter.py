@@ -41,7 +41,7 @@ def test_alias_0_is_the_base_with_the_adapter_and_iteration_1_continues_it(tmp_p
 
     from sparring.models.tiny import save_tiny_model
 
-    tiny = save_tiny_model(tmp_path / "tiny")
+    tiny = save_tiny_model(tmp_path / "tiny", vocab=1024)
     lora = get_peft_model(AutoModelForCausalLM.from_pretrained(str(tiny)),
                           LoraConfig(r=4, target_modules="all-linear", task_type="CAUSAL_LM"))
     lora.save_pretrained(str(tmp_path / "sft"))
@@ -63,7 +63,7 @@ def test_alias_0_is_the_base_with_the_adapter_and_iteration_1_continues_it(tmp_p
 def test_a_missing_adapter_is_a_config_error_before_anything_runs(tmp_path):
     from sparring.models.tiny import save_tiny_model
 
-    tiny = save_tiny_model(tmp_path / "tiny")
+    tiny = save_tiny_model(tmp_path / "tiny", vocab=1024)
     loop = Loop(_config(tmp_path, tiny, {"adapter": str(tmp_path / "nope")}), "<test>")
     with pytest.raises(ConfigError, match="does not exist"):
         loop.start()

@@ -106,7 +106,7 @@ def test_the_hf_backend_prompts_with_the_same_rendering(bundled):
     from sparring.models.tiny import tiny_model
     from sparring.types import Message
 
-    model, _ = tiny_model()
+    model, _ = tiny_model(vocab=1024)
     tok = family_tokenizer("gemma", bundled)
     hf = HFModel.from_objects(model, tok, name="gemma-like")
     messages = [Message(**m) for m in CHAT[:5]]
@@ -151,7 +151,7 @@ def test_sft_and_dpo_hand_trl_exactly_these_tokens(tmp_path, bundled, family):
     from sparring.train.trainers import _dataset, preference_tokens, sft_example, use_our_tokens
 
     tok = family_tokenizer(family, bundled)
-    model, _ = tiny_model()
+    model, _ = tiny_model(vocab=1024)
     model.resize_token_embeddings(len(tok))
     example = sft_example(tok, {"messages": CHAT})
     settings = TrainSettings(model="unused", max_steps=1)

@@ -59,7 +59,7 @@ def config_file(tmp_path, game: str = "two_turn", **extra):
 
     tiny = tmp_path / "tiny"
     if not tiny.is_dir():
-        save_tiny_model(tiny, seed=1)
+        save_tiny_model(tiny, seed=1, vocab=1024)
     data = {"name": f"{game}-online", "algorithm": "grpo", "trainer": "sparring", "model": str(tiny),
             "learner_agent": "learner",
             "experiment": {"game": game, "dataset": {"name": "topics", "split": "train"},
@@ -210,7 +210,7 @@ def test_sparrings_grpo_gives_trls_loss_and_update_on_the_same_games(tmp_path):
     from sparring.train.online.launch import load_online, run_online
     from sparring.train.online.trl.grpo import read_log
 
-    tiny = save_tiny_model(tmp_path / "tiny", seed=1)
+    tiny = save_tiny_model(tmp_path / "tiny", seed=1, vocab=1024)
     torch.manual_seed(0)  # one starting adapter for both (B = 0, as a new LoRA)
     start = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny),
                            LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules="all-linear"))

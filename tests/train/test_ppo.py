@@ -52,7 +52,7 @@ def two_turn(tmp_path, algorithm: str = "ppo", **extra):
 
     tiny = tmp_path / "tiny"
     if not tiny.is_dir():
-        save_tiny_model(tiny, seed=1)
+        save_tiny_model(tiny, seed=1, vocab=1024)
     data = {"name": f"two-{algorithm}", "algorithm": algorithm, "model": str(tiny), "learner_agent": "learner",
             "experiment": {"game": "two_turn", "dataset": {"name": "topics", "split": "train"},
                            "agents": {"learner": {"role": "player", "model": "learner",
@@ -119,7 +119,7 @@ def test_grpo_turn_credit_gives_each_turn_its_group_normalised_return(tmp_path):
     from sparring.train.online.rollout import LEARNER, EpisodeRollout, prompt_rows
 
     two_turn(tmp_path, "grpo")
-    model, tok = tiny_model(seed=2)
+    model, tok = tiny_model(seed=2, vocab=1024)
     cfg = yaml.safe_load((tmp_path / "grpo.yaml").read_text())["experiment"]
     with Arena.from_config({"name": "t", **cfg}, models={LEARNER: ScriptedModel(LEARNER)}) as arena:
         arena.pool.add(LEARNER, HFModel.from_objects(model, tok, name=LEARNER, prefix_cache_mb=0))

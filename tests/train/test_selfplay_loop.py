@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow  # trains a tiny model twice: well under a minute
 def test_selfplay_sft_two_iterations_resume_and_held_out_scenarios(tmp_path, monkeypatch):
     from sparring.models.tiny import save_tiny_model
 
-    tiny = save_tiny_model(tmp_path / "tiny", seed=0)
+    tiny = save_tiny_model(tmp_path / "tiny", seed=0, vocab=1024)
     (tmp_path / "models.yaml").write_text(yaml.safe_dump({"models": {
         "partner": {"backend": "scripted", "args": {"mode": "cycle", "texts": [
             "[message] I would like the books.", "[propose] (3 books, 0 hats, 0 balls)"]}}}}))

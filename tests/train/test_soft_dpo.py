@@ -80,7 +80,7 @@ def _trainer(tmp_path, rows, batch_size=2, accumulation=1, max_steps=3, lr=5e-2,
     from sparring.models.tiny import tiny_model
     from sparring.train.soft_dpo import SoftPreferenceDPOTrainer
 
-    model, tok = tiny_model(seed=seed)
+    model, tok = tiny_model(seed=seed, vocab=1024)
     torch.manual_seed(seed)  # the LoRA A matrices are drawn from the global RNG
     model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules="all-linear",
                                              task_type="CAUSAL_LM"))

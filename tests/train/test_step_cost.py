@@ -39,7 +39,7 @@ def test_the_meter_tells_scoring_from_training_passes_and_ignores_paused_ones():
 
     from sparring.models.tiny import tiny_model
 
-    model, _ = tiny_model(seed=0)
+    model, _ = tiny_model(seed=0, vocab=1024)
     meter = ForwardMeter(model)
     ids = torch.tensor([[5, 6, 7, 0]])
     mask = torch.tensor([[1, 1, 1, 0]])
@@ -62,7 +62,7 @@ def test_trls_grpo_steps_report_their_passes(tmp_path):
     from sparring.train.online.launch import load_online, run_online
     from sparring.train.online.trl.grpo import read_log
 
-    tiny = save_tiny_model(tmp_path / "tiny", seed=1)
+    tiny = save_tiny_model(tmp_path / "tiny", seed=1, vocab=1024)
     for beta in (0.0, 0.04):
         data = {"name": f"t{beta}", "model": str(tiny), "learner_agent": "learner", "beta": beta,
                 "experiment": {"game": "two_turn", "dataset": {"name": "topics", "split": "train"},
@@ -90,7 +90,7 @@ def test_padding_free_sft_gives_the_padded_loss(tmp_path):
     from sparring.train.config import TrainSettings
     from sparring.train.trainers import train_sft
 
-    tiny = save_tiny_model(tmp_path / "tiny", seed=0)
+    tiny = save_tiny_model(tmp_path / "tiny", seed=0, vocab=1024)
     rows = [{"messages": [{"role": "user", "content": "hello " * (5 + 7 * i)},
                           {"role": "assistant", "content": "world " * (3 + i)}]} for i in range(4)]
     results = [train_sft(rows, TrainSettings(model=str(tiny), max_steps=2, batch_size=4, padding_free=free,

@@ -51,7 +51,7 @@ def rows(tmp_path_factory):
 def tiny_dir(tmp_path_factory):
     from sparring.models.tiny import save_tiny_model
 
-    return save_tiny_model(tmp_path_factory.mktemp("tiny-base"), seed=0)
+    return save_tiny_model(tmp_path_factory.mktemp("tiny-base"), seed=0, vocab=1024)
 
 
 @pytest.mark.slow

@@ -86,7 +86,7 @@ def test_trl_dpo_logs_the_metrics_the_loop_report_reads(tmp_path):
     prompt = [{"role": "user", "content": "Your turn."}]
     rows = [{"prompt": prompt, "chosen": [{"role": "assistant", "content": f"offer {i}"}],
              "rejected": [{"role": "assistant", "content": "no"}], "preference": 1.0} for i in range(2)]
-    tiny = save_tiny_model(tmp_path / "tiny", seed=0)
+    tiny = save_tiny_model(tmp_path / "tiny", seed=0, vocab=1024)
     result = train(rows, TrainSettings(method="dpo", model=str(tiny), max_steps=1, batch_size=2, max_length=128),
                    tmp_path / "out")
     assert {"rewards/chosen", "rewards/rejected", "rewards/margins", "rewards/accuracies"} <= set(result.metrics)

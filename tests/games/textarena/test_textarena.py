@@ -200,7 +200,7 @@ def test_grpo_trains_on_a_textarena_game(tmp_path):
     from sparring.train.online.launch import load_online, run_online
 
     config, _ = load_online("grpo-textarena")
-    tiny = save_tiny_model(tmp_path / "tiny")
+    tiny = save_tiny_model(tmp_path / "tiny", vocab=1024)
     data = config.model_dump()
     data.update(model=str(tiny), max_steps=2, num_generations=2, save_steps=0, output_dir=str(tmp_path / "out"))
     data["experiment"]["agents"]["learner"]["sampling"]["max_new_tokens"] = 6
