@@ -34,7 +34,7 @@ PY
   # shellcheck disable=SC1091
   source "$venv/bin/activate"
   pip install -q torch==2.13.0  # first, so that no CUDA torch is pulled in
-  echo "$deps" | tr '\n' '\0' | xargs -0 pip install -q pytest pytest-timeout
+  echo "$deps" | tr '\n' '\0' | xargs -0 pip install -q pytest pytest-timeout pytest-xdist
   deactivate
 fi
 [ "$mode" = prepare ] && exit 0

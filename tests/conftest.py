@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 
 
@@ -36,6 +39,18 @@ def bundled_hf():
     from sparring.models.hf import HFModel
 
     return HFModel(name="smollm2-135m", model="bundled:smollm2-135m", max_batch_size=32)
+
+
+def pytest_configure(config):
+    """Under pytest-xdist each worker gets its share of the cores for torch's threads (and the
+    processes its tests start): n workers at the default thread count each would oversubscribe
+    the machine n times. An OMP_NUM_THREADS of the caller's own is kept."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1 and "OMP_NUM_THREADS" not in os.environ:
+        threads = max(1, len(os.sched_getaffinity(0)) // workers) if hasattr(os, "sched_getaffinity") else 1
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+        if "torch" in sys.modules:  # already imported: the variable is read once, at import
+            sys.modules["torch"].set_num_threads(threads)
 
 
 def pytest_collection_modifyitems(config, items):

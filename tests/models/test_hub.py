@@ -83,6 +83,7 @@ ERRORS = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # a CLI process that loads the hub client: ~12 s
 def test_a_hub_model_that_cannot_be_had_is_one_clear_message(tmp_path, hub):
     out = run([sys.executable, "-c", ERRORS], env_for(tmp_path, hub.url), tmp_path)
     got = json.loads(out.strip().splitlines()[-1])

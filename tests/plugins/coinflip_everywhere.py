@@ -53,7 +53,7 @@ loop_file = work / "coin-loop.yaml"
 loop_file.write_text(yaml.safe_dump({
     "method": "sft", "alias": "coin", "iterations": 1, "policy_agent": "g", "output_dir": str(work / "loop"),
     "models_file": str(work / "models.yaml"), "selfplay": selfplay, "export": {"keep": "all"},
-    "train": {"method": "sft", "model": str(save_tiny_model(work / "tiny", seed=0)), "max_steps": 1,
+    "train": {"method": "sft", "model": str(save_tiny_model(work / "tiny", seed=0, vocab=1024)), "max_steps": 1,
               "batch_size": 2, "max_length": 512},
     "evaluation": {"dataset": {"name": "coins", "args": {"n": 2}}, "flip": False}}))
 config, file = load_loop(str(loop_file))

@@ -26,6 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rates", default="1e-4,1e-3,1e-2,3e-2", help="comma-separated learning rates")
     parser.add_argument("--full", action="store_true", help="full fine-tuning (lora: null) instead of LoRA r=8")
     parser.add_argument("--set", default="{}", help="other settings of every run as JSON, e.g. '{\"max_steps\": 20}'")
+    parser.add_argument("--bundled-vocab", action="store_true",
+                        help="the bundled 49,152-token tokenizer instead of the checks' 409-token one (as the tests)")
     parser.add_argument("--sharpness", type=float, default=None,
                         help="the online checks' model sharpness (default: the checks' own)")
     return parser
@@ -60,9 +62,10 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         from tests.train import learning_checks_online as lco
 
-        tiny = lc.learnable_tiny(Path(tmp) / "tiny")
+        small = not args.bundled_vocab
+        tiny = lc.learnable_tiny(Path(tmp) / "tiny", small_vocab=small)
         sharp = args.sharpness if args.sharpness is not None else lco.SHARPNESS
-        online = lc.learnable_tiny(Path(tmp) / "sharp", sharpness=sharp)
+        online = lc.learnable_tiny(Path(tmp) / "sharp", sharpness=sharp, small_vocab=small)
         for check in checks:
             for rate in [float(r) for r in args.rates.split(",")]:
                 overrides = {"learning_rate": rate, **extra}
