@@ -22,21 +22,47 @@ class LoraSettings(Strict):
                           "after adding tokens)")
 
 
+# TRL's DPO loss types (`DPOConfig.loss_type`, trl 0.29-1.x): TRL itself rejects an unknown one only
+# inside its first loss computation, after the model, the reference and the data are loaded; a test
+# checks the installed TRL still documents each
+DPO_LOSS_TYPES = ("sigmoid", "hinge", "ipo", "exo_pair", "nca_pair", "robust", "bco_pair", "sppo_hard", "aot",
+                  "aot_unpaired", "apo_zero", "apo_down", "discopop", "sft", "sigmoid_norm")
+
+
 class DPOSettings(Strict):
     loss_type: list[str] = Field(default_factory=lambda: ["sigmoid"],
-                                 description="TRL DPO loss types (sigmoid, hinge, ipo, robust, sigmoid_norm, ...)")
+                                 description="TRL DPO loss types (sigmoid, hinge, ipo, robust, apo_zero, sft, ...); "
+                                             "several are summed, weighted by loss_weights (RPO: [sigmoid, sft])")
+    loss_weights: list[float] | None = Field(
+        None, description="one weight per loss_type (TRL's `loss_weights`; default 1.0 each)")
     beta: float = Field(0.1, gt=0.0)
     soft: bool = Field(False, description="soft-preference loss with the rows' `preference` targets (NYU smoothed DPO)")
     sft_weight: float = Field(0.0, ge=0.0, description="soft loss: alpha x the SFT loss on the chosen reply")
 
+    @field_validator("loss_type")
+    @classmethod
+    def _known_losses(cls, value: list[str]) -> list[str]:
+        unknown = [name for name in value if name not in DPO_LOSS_TYPES]
+        if unknown:
+            raise ValueError(f"unknown DPO loss type(s) {unknown}: choose from {', '.join(DPO_LOSS_TYPES)}")
+        if not value:
+            raise ValueError("loss_type is empty: name at least one loss (e.g. [sigmoid])")
+        return value
+
     @model_validator(mode="after")
     def _one_loss(self) -> DPOSettings:
+        if self.loss_weights is not None and len(self.loss_weights) != len(self.loss_type):
+            raise ValueError(f"loss_weights has {len(self.loss_weights)} weight(s) for {len(self.loss_type)} loss "
+                             f"type(s) {self.loss_type}: give one weight per loss type, in the same order")
         # soft: true replaces TRL's losses entirely; a loss_type beside it would be silently ignored
         if self.soft and "loss_type" in self.model_fields_set:
             raise ValueError(
                 f"loss_type {self.loss_type} cannot be combined with soft: true — the soft-preference loss runs "
                 "(-p·log σ(βΔ) - (1-p)·log σ(-βΔ) on length-normalised log-ratios, + sft_weight x SFT) and "
                 "TRL's loss types are not used; remove loss_type, or set soft: false to train with TRL's loss types")
+        if self.soft and self.loss_weights is not None:
+            raise ValueError("loss_weights weigh TRL's loss types; the soft-preference loss (soft: true) has one loss "
+                             "and weighs its SFT term with sft_weight")
         if not self.soft and self.sft_weight:
             raise ValueError("sft_weight is a term of the soft-preference loss (soft: true); with TRL's loss types "
                              "add 'sft' to loss_type instead")

@@ -242,7 +242,8 @@ def train_dpo(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
             model=policy, args=args, beta=d.beta, sft_weight=d.sft_weight,
             train_dataset=dataset("prompt", "chosen", "rejected", "preference"), **kwargs)
     else:
-        config = DPOConfig(**training_args(settings, out), beta=d.beta, loss_type=d.loss_type)
+        config = DPOConfig(**training_args(settings, out), beta=d.beta, loss_type=d.loss_type,
+                           loss_weights=d.loss_weights)
         trainer = DPOTrainer(model=model, args=config, train_dataset=dataset("prompt", "chosen", "rejected"),
                              peft_config=lora_config(settings), **kwargs)
         use_our_tokens(trainer, tokens)

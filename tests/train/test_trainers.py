@@ -56,6 +56,7 @@ def tiny_dir(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method,extra", [("sft", {}), ("dpo", {}), ("dpo", {"dpo": {"loss_type": ["ipo"]}}),
+                                          ("dpo", {"dpo": {"loss_type": ["sigmoid", "sft"], "loss_weights": [1.0, 0.5]}}),
                                           ("dpo", {"dpo": {"soft": True, "sft_weight": 0.1}}), ("kto", {})])
 def test_each_trainer_takes_two_steps_and_saves_an_adapter_the_hf_backend_loads(tmp_path, rows, tiny_dir,
                                                                                   method, extra):
