@@ -22,9 +22,9 @@ class LoraSettings(Strict):
                           "after adding tokens)")
 
 
-# TRL's DPO loss types (`DPOConfig.loss_type`, trl 0.29-1.x): TRL itself rejects an unknown one only
-# inside its first loss computation, after the model, the reference and the data are loaded; a test
-# checks the installed TRL still documents each
+# TRL's DPO loss types (`DPOConfig.loss_type` of trl 1.x; trl 0.29 has all but sigmoid_norm): TRL itself
+# rejects an unknown one only inside its first loss computation, after the model, the reference and
+# the data are loaded; a test checks the installed TRL still documents each
 DPO_LOSS_TYPES = ("sigmoid", "hinge", "ipo", "exo_pair", "nca_pair", "robust", "bco_pair", "sppo_hard", "aot",
                   "aot_unpaired", "apo_zero", "apo_down", "discopop", "sft", "sigmoid_norm")
 
