@@ -34,27 +34,33 @@ def _cached_cut(path: str, vocab: int):
     import json
     import tempfile
 
+    from tokenizers import pre_tokenizers
     from transformers import AutoTokenizer
 
     full = _cached_tokenizer(path)
     if not MIN_VOCAB <= vocab <= len(full):
         raise ValueError(f"vocab={vocab}: a cut tokenizer keeps between {MIN_VOCAB} ids (the special tokens "
-                         f"and the 256 bytes) and the full {len(full)}")
+                         f"and its bytes) and the full {len(full)}")
     with tempfile.TemporaryDirectory() as tmp:
         full.save_pretrained(tmp)
         file = Path(tmp) / "tokenizer.json"
         spec = json.loads(file.read_text(encoding="utf-8"))
         bpe = spec["model"]
+        every_byte = set(pre_tokenizers.ByteLevel.alphabet()) & set(bpe["vocab"])  # (bytes invalid in UTF-8 may lack one)
         bpe["vocab"] = {token: i for token, i in bpe["vocab"].items() if i < vocab}
         # a merge survives when both parts and what it makes are kept (merges are "a b" or ["a", "b"])
         pairs = [m.split(" ", 1) if isinstance(m, str) else m for m in bpe["merges"]]
         bpe["merges"] = [[a, b] for a, b in pairs if a in bpe["vocab"] and b in bpe["vocab"] and a + b in bpe["vocab"]]
         spec["added_tokens"] = [t for t in spec["added_tokens"] if t["id"] < vocab]
+        missing = every_byte - set(bpe["vocab"])
+        if bpe.get("type") != "BPE" or missing:  # a tokenizer laid out otherwise could not encode every text
+            raise ValueError(f"vocab={vocab}: the first {vocab} ids of {path} are not its special tokens and "
+                             f"bytes ({len(missing)} bytes missing); a cut needs a byte-level BPE laid out so")
         file.write_text(json.dumps(spec), encoding="utf-8")
         return AutoTokenizer.from_pretrained(tmp)
 
 
-# the bundled tokenizer's 17 special tokens and 256 bytes come first: a cut keeps at least those
+# the bundled tokenizer's 17 special tokens and its bytes come first: a cut keeps at least those
 MIN_VOCAB = 17 + 256
 
 
