@@ -4,8 +4,8 @@ They share the bundled SmolLM2 tokenizer and chat template, so prompts, stop str
 formatting behave exactly as with the real model while a forward pass costs milliseconds.
 Weights are a pure function of `seed` (the global torch RNG is forked, not reseeded).
 
-With `vocab=N` the tokenizer is the bundled one cut to its first N ids (its special tokens, the
-256 bytes, the first merges): the same chat template and special tokens, any text still encodes
+With `vocab=N` the tokenizer is the bundled one cut to its first N ids (its special tokens, its
+bytes, the first merges): the same chat template and special tokens, any text still encodes
 and decodes back, only into more tokens. On a tiny model nearly all of a training step is the
 vocabulary (the output layer and the loss's log-softmax over 49,152 tokens), so a cut one is
 what makes a training test take seconds instead of a minute.
@@ -46,6 +46,8 @@ def _cached_cut(path: str, vocab: int):
         file = Path(tmp) / "tokenizer.json"
         spec = json.loads(file.read_text(encoding="utf-8"))
         bpe = spec["model"]
+        if bpe.get("type") != "BPE":
+            raise ValueError(f"vocab={vocab}: {path} is not a BPE tokenizer; only a byte-level BPE can be cut")
         every_byte = set(pre_tokenizers.ByteLevel.alphabet()) & set(bpe["vocab"])  # (bytes invalid in UTF-8 may lack one)
         bpe["vocab"] = {token: i for token, i in bpe["vocab"].items() if i < vocab}
         # a merge survives when both parts and what it makes are kept (merges are "a b" or ["a", "b"])
@@ -53,7 +55,7 @@ def _cached_cut(path: str, vocab: int):
         bpe["merges"] = [[a, b] for a, b in pairs if a in bpe["vocab"] and b in bpe["vocab"] and a + b in bpe["vocab"]]
         spec["added_tokens"] = [t for t in spec["added_tokens"] if t["id"] < vocab]
         missing = every_byte - set(bpe["vocab"])
-        if bpe.get("type") != "BPE" or missing:  # a tokenizer laid out otherwise could not encode every text
+        if missing:  # a tokenizer laid out otherwise could not encode every text
             raise ValueError(f"vocab={vocab}: the first {vocab} ids of {path} are not its special tokens and "
                              f"bytes ({len(missing)} bytes missing); a cut needs a byte-level BPE laid out so")
         file.write_text(json.dumps(spec), encoding="utf-8")
