@@ -23,13 +23,20 @@ ORDER = ("textworld-sft", "textworld-sft-data", "textworld-rl", "textworld-easy-
          "textarena-tictactoe", "textarena-tictactoe-rl", "textarena-kuhn", "transfer")
 
 
+# The quick suite's tokenizer: the bundled one cut to its first ids (`sparring.models.tiny`). A random
+# model's output is noise at any vocabulary, and with the full 49,152 ids the output layer is ~95% of
+# every forward pass of the tiny model: the cut vocabulary runs the same pipeline in about half the time.
+QUICK_VOCAB = 1024
+
+
 def quick_model(out: Path) -> str:
-    """A tiny random Llama with the bundled tokenizer, saved once under OUT (the quick suite's model)."""
+    """A tiny random Llama on the bundled tokenizer cut to QUICK_VOCAB ids, saved once under OUT (the
+    quick suite's model)."""
     from sparring.models.tiny import save_tiny_model
 
     path = out / "tiny-model"
     if not (path / "config.json").is_file():
-        save_tiny_model(path, seed=0)
+        save_tiny_model(path, seed=0, vocab=QUICK_VOCAB)
     return str(path)
 
 

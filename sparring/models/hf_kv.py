@@ -19,6 +19,8 @@ from transformers.cache_utils import Cache, DynamicLayer
 class PreallocatedLayer(DynamicLayer):
     """A DynamicLayer whose tensors are views into a buffer sized for the whole generation."""
 
+    is_initialized: bool  # DynamicLayer's (mypy does not read transformers: pyproject.toml)
+
     def __init__(self, capacity: int):
         super().__init__()
         self.capacity = capacity

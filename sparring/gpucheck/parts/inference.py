@@ -21,7 +21,7 @@ def setup(ctx: Ctx) -> dict[str, Any]:
     """The tiny model directory and small SFT / DPO / KTO row files the later parts train on."""
     from sparring.models.tiny import save_tiny_model
 
-    save_tiny_model(ctx.tiny, seed=0)
+    save_tiny_model(ctx.tiny, seed=0, vocab=ctx.vocab)
     rows: dict[str, list[dict[str, Any]]] = {
         "sft": [{"messages": ROWS_PROMPT + [{"role": "assistant", "content": f"[message] I keep {i} books."}]}
                 for i in range(8)],
