@@ -80,16 +80,25 @@ def dpo(runs: list[Path] = typer.Argument(..., help="Run directories."), output:
         target: str = typer.Option("prob", "--target", help="Soft target: prob | log_prob | logit | binary"),
         gamma: float = typer.Option(1.0, "--gamma", help="Sharpness of the soft target."),
         min_gap: float = typer.Option(0.0, "--min-gap", help="Drop pairs whose values differ by less."),
+        rejected: str = typer.Option("each", "--rejected", help="each: the best reply against every one min-gap "
+                                     "below it; worst: only against its lowest-valued alternative."),
+        max_similarity: float | None = typer.Option(None, "--max-similarity", min=0.0, max=1.0,
+                                                    help="Drop pairs whose two replies are more alike (word "
+                                                         "similarity 0..1)."),
+        seed: int = typer.Option(0, "--seed", help="Seed of the shuffle that breaks ties between equal values."),
         fmt: str = Fmt) -> None:
-    """DPO pairs (prompt, chosen, rejected, preference, margin) from best-of-N candidates."""
+    """DPO pairs (prompt, chosen, rejected, preference, margin) from best-of-N candidates and
+    branched rollouts."""
+    from sparring.errors import SparringError
     from sparring.train.export import export
 
     if target not in ("prob", "log_prob", "logit", "binary"):
-        from sparring.errors import SparringError
-
         raise SparringError(f"--target must be prob, log_prob, logit or binary, got {target!r}")
+    if rejected not in ("each", "worst"):
+        raise SparringError(f"--rejected must be each or worst, got {rejected!r}")
     f = _filters(role, agent, keep, k, after_rejection, include_aborted, require=require)
-    _done(export("dpo", runs, output, f, fmt=fmt, target=target, gamma=gamma, min_gap=min_gap))  # type: ignore[arg-type]
+    _done(export("dpo", runs, output, f, fmt=fmt, target=target, gamma=gamma, min_gap=min_gap,  # type: ignore[arg-type]
+                 rejected=rejected, max_similarity=max_similarity, seed=seed))
 
 
 @app.command("kto")

@@ -38,6 +38,8 @@ class DPOSettings(Strict):
     beta: float = Field(0.1, gt=0.0)
     soft: bool = Field(False, description="soft-preference loss with the rows' `preference` targets (NYU smoothed DPO)")
     sft_weight: float = Field(0.0, ge=0.0, description="soft loss: alpha x the SFT loss on the chosen reply")
+    positive: float = Field(0.0, ge=0.0, description="soft loss: DPO-Positive's lambda (Smaug), a penalty on the "
+                            "chosen reply's per-token log-prob falling below the reference")
 
     @field_validator("loss_type")
     @classmethod
@@ -63,6 +65,9 @@ class DPOSettings(Strict):
         if self.soft and self.loss_weights is not None:
             raise ValueError("loss_weights weigh TRL's loss types; the soft-preference loss (soft: true) has one loss "
                              "and weighs its SFT term with sft_weight")
+        if not self.soft and self.positive:
+            raise ValueError("positive (DPO-Positive's lambda) is a term of the soft-preference loss: set soft: true "
+                             "(with preference 1.0 rows it is DPOP itself)")
         if not self.soft and self.sft_weight:
             raise ValueError("sft_weight is a term of the soft-preference loss (soft: true); with TRL's loss types "
                              "add 'sft' to loss_type instead")

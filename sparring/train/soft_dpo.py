@@ -1,10 +1,14 @@
 """Soft-preference DPO (the NYU debate work's "smoothed DPO") on transformers' public `Trainer` API.
 
-    loss = −p·log σ(β·Δ) − (1−p)·log σ(−β·Δ) + α · SFT(chosen)
+    loss = −p·log σ(β·(Δ − λ·P)) − (1−p)·log σ(−β·Δ) + α · SFT(chosen)
     Δ = (log π(c) − log π_ref(c)) / |c| − (log π(r) − log π_ref(r)) / |r|
+    P = max(0, (log π_ref(c) − log π(c)) / |c|)
 
 with length-normalised log-probabilities and the target p read per row from the `preference`
-column (a judge-derived probability that the chosen reply is better).
+column (a judge-derived probability that the chosen reply is better). α (`sft_weight`) adds the
+NYU code's NLL term on the chosen reply; λ (`positive`) is DPO-Positive's penalty (Smaug, Pal et
+al. 2024, arXiv 2402.13228): the preferred term stops being met by lowering the chosen reply, the
+failure where DPO widens the margin by pushing both replies down. With p = 1 it is DPOP itself.
 
 Why not a `DPOTrainer` subclass: TRL's DPO has no per-row soft labels, and reaching them meant
 private hooks (signature columns, its collator's module path, its fused LM head, extra forward
@@ -36,11 +40,12 @@ METRIC_KEYS = ("rewards/chosen", "rewards/rejected", "rewards/margins", "rewards
 
 def soft_preference_loss(policy_c: torch.Tensor, policy_r: torch.Tensor, ref_c: torch.Tensor, ref_r: torch.Tensor,
                          len_c: torch.Tensor, len_r: torch.Tensor, preference: torch.Tensor, beta: float,
-                         sft_weight: float = 0.0) -> torch.Tensor:
+                         sft_weight: float = 0.0, positive: float = 0.0) -> torch.Tensor:
     """Per-row loss from summed log-probs (policy and reference) and completion lengths."""
     len_c, len_r = len_c.clamp_min(1), len_r.clamp_min(1)
     delta = (policy_c - ref_c) / len_c - (policy_r - ref_r) / len_r
-    loss = -preference * F.logsigmoid(beta * delta) - (1 - preference) * F.logsigmoid(-beta * delta)
+    penalty = positive * ((ref_c - policy_c) / len_c).clamp_min(0) if positive else 0.0
+    loss = -preference * F.logsigmoid(beta * (delta - penalty)) - (1 - preference) * F.logsigmoid(-beta * delta)
     if sft_weight:
         loss = loss + sft_weight * (-policy_c / len_c)
     return loss
@@ -105,7 +110,7 @@ class SoftPreferenceDPOTrainer(Trainer):
     # compute_loss returns a per-batch mean: the Trainer must divide it by the accumulation steps
     loss_is_scaled_for_ga = False
 
-    def __init__(self, *args: Any, beta: float = 0.1, sft_weight: float = 0.0, **kwargs: Any):
+    def __init__(self, *args: Any, beta: float = 0.1, sft_weight: float = 0.0, positive: float = 0.0, **kwargs: Any):
         config = kwargs.get("args")
         tokenizer = kwargs.get("processing_class")
         if config is None or config.remove_unused_columns or tokenizer is None:
@@ -114,7 +119,7 @@ class SoftPreferenceDPOTrainer(Trainer):
         rows = kwargs.pop("train_dataset")
         dataset = rows.map(lambda r: tokenize_pair(tokenizer, r), remove_columns=rows.column_names)
         kwargs.setdefault("data_collator", SoftPreferenceCollator(pad_token_id=tokenizer.pad_token_id))
-        self.beta, self.sft_weight = beta, sft_weight
+        self.beta, self.sft_weight, self.positive = beta, sft_weight, positive
         self.preference_metrics: dict[str, list[float]] = defaultdict(list)
         kwargs["train_dataset"] = dataset
         super().__init__(*args, **kwargs)
@@ -146,7 +151,8 @@ class SoftPreferenceDPOTrainer(Trainer):
         len_c, len_r = lengths.chunk(2)
         ref_c, ref_r = inputs["ref_logps"].to(logps.dtype).chunk(2)
         pref = inputs["preference"].to(logps.dtype)
-        rows = soft_preference_loss(policy_c, policy_r, ref_c, ref_r, len_c, len_r, pref, self.beta, self.sft_weight)
+        rows = soft_preference_loss(policy_c, policy_r, ref_c, ref_r, len_c, len_r, pref, self.beta, self.sft_weight,
+                                    self.positive)
         self.record_metrics(policy_c.detach(), policy_r.detach(), ref_c, ref_r, len_c, len_r, pref, rows.detach())
         loss = rows.mean()
         return (loss, {"logps": logps}) if return_outputs else loss

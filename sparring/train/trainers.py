@@ -34,6 +34,7 @@ class TrainResult:
     steps: int
     loss: float | None
     metrics: dict[str, float] = field(default_factory=dict)
+    first_metrics: dict[str, float] = field(default_factory=dict)  # the first logged step's: where it started
     complete: bool = True  # False: the time limit stopped it; a rerun resumes from the checkpoint
     resumed_from: str | None = None
 
@@ -77,10 +78,11 @@ def _dataset(rows: Rows, columns: tuple[str, ...]):
     return datasets.Dataset.from_list([{c: r[c] for c in columns if c in r} for r in rows])
 
 
-def last_logged(log_history: list[dict[str, Any]]) -> dict[str, float]:
-    """The training metrics of the last logged step (loss, DPO rewards/*, soft/*, ...)."""
+def last_logged(log_history: list[dict[str, Any]], which: int = -1) -> dict[str, float]:
+    """The training metrics of the last logged step (loss, DPO rewards/*, soft/*, ...); `which=0`:
+    of the first."""
     steps = [e for e in log_history if "loss" in e]
-    return {k: float(v) for k, v in (steps[-1] if steps else {}).items()
+    return {k: float(v) for k, v in (steps[which] if steps else {}).items()
             if isinstance(v, (int, float)) and k not in ("step", "epoch")}
 
 
@@ -100,7 +102,8 @@ def _finish(trainer: Any, model: Any, tokenizer: Any, out: Path, rows: int, drop
             "complete": not limit.stopped, "resumed_from": resume, "final_metrics": metrics}, indent=2),
             encoding="utf-8")
     return TrainResult(adapter=adapter, rows=rows, dropped=dropped, steps=result.global_step, loss=loss,
-                       metrics=metrics, complete=not limit.stopped, resumed_from=resume)
+                       metrics=metrics, first_metrics=last_logged(trainer.state.log_history, 0),
+                       complete=not limit.stopped, resumed_from=resume)
 
 
 def train_sft(source: str | Path | Rows, settings: TrainSettings, out: str | Path,
@@ -239,7 +242,7 @@ def train_dpo(source: str | Path | Rows, settings: TrainSettings, out: str | Pat
         if checkpointing(settings) and hasattr(policy, "peft_config"):
             policy.enable_input_require_grads()  # frozen embeddings + checkpointing would give no gradients
         trainer: Any = SoftPreferenceDPOTrainer(
-            model=policy, args=args, beta=d.beta, sft_weight=d.sft_weight,
+            model=policy, args=args, beta=d.beta, sft_weight=d.sft_weight, positive=d.positive,
             train_dataset=dataset("prompt", "chosen", "rejected", "preference"), **kwargs)
     else:
         config = DPOConfig(**training_args(settings, out), beta=d.beta, loss_type=d.loss_type,

@@ -256,12 +256,15 @@ def entropy(p: float) -> float:
     return 0.0 if p in (0.0, 1.0) else -(p * math.log(p) + (1 - p) * math.log(1 - p))
 
 
-def preference_verdict(model_dir: str | Path, result: Any, start: float, floor: float = 0.0, closed: float = 0.5,
-                       pairs: int = PAIRS) -> Verdict:
+def preference_verdict(model_dir: str | Path, result: Any, start: float | None, floor: float = 0.0,
+                       closed: float = 0.5, pairs: int = PAIRS, chosen_rises: bool = False) -> Verdict:
     """A preference trainer fitted its own pairs: the saved adapter ranks the right reply above the
     wrong one in >= 90% of the pairs, the last logged loss closed at least `closed` of the gap
-    between its start value and its floor, and the logged `rewards/margins` (TRL's DPO and KTO,
-    the soft loss) is positive."""
+    between its start value (None: the first logged step's loss, for losses with an NLL term) and
+    its floor, and the logged `rewards/margins` (TRL's DPO and KTO, the soft loss) is positive.
+    `chosen_rises`: for the losses built to hold the chosen reply up (RPO, APO-zero, DPO-Positive),
+    the logged `rewards/chosen` is positive too."""
+    start = result.first_metrics["loss"] if start is None else start
     margins = pair_margins(model_dir, result.adapter, pairs)
     accuracy = sum(m > 0 for m in margins) / len(margins)
     m = result.metrics
@@ -274,6 +277,9 @@ def preference_verdict(model_dir: str | Path, result: Any, start: float, floor: 
               f"loss {loss:.4g} closed less than {closed:.0%} of the gap from its start {start:.4g} to its floor "
               f"{floor:.4g}")
     v.require(logged_margin > 0, "the logged reward margin is not positive")
+    if chosen_rises:
+        v.numbers["logged_chosen"] = m["rewards/chosen"]
+        v.require(m["rewards/chosen"] > 0, f"the chosen reply fell (logged rewards/chosen {m['rewards/chosen']:.3g})")
     return v
 
 
@@ -285,7 +291,20 @@ PREFERENCE: dict[str, tuple[dict[str, Any], float, int, float, float, float]] = 
     # sigma(beta x per-token gap) = p needs a per-token log-ratio gap of logit(p) / beta
     "soft": ({"method": "dpo", "dpo": {"soft": True, "beta": 1.0}}, 1e-3, 8, math.log(2), entropy(0.8), 0.8),
     "kto": ({"method": "kto", "kto": {"beta": 0.1}}, 1e-2, 8, 0.5, 0.0, 1.0),
+    # the losses that hold the chosen reply up (the check also wants logged rewards/chosen > 0);
+    # start None: the first logged loss (an NLL term has no start known in advance)
+    "rpo": ({"method": "dpo", "dpo": {"loss_type": ["sigmoid", "sft"], "loss_weights": [1.0, 1.0], "beta": 0.1}},
+            1e-2, 12, None, 0.0, 1.0),
+    "apo_zero": ({"method": "dpo", "dpo": {"loss_type": ["apo_zero"], "beta": 0.1}}, 1e-2, 12, 1.0, 0.0, 1.0),
+    # NYU's smoothed DPO: the soft target and an NLL weight on the chosen reply (its floor is above
+    # entropy(0.8) by the NLL it cannot remove: the check's floor is a lower bound). Rates from a sweep
+    # (2026-12-02, lr 1e-3 / 3e-3 / 1e-2 x 8 / 12 steps): smoothed and DPOP pass at 3e-3 and 1e-2
+    # with 8 steps, at 1e-3 DPOP needs 12 and smoothed closes 25-40% of its gap
+    "smoothed": ({"method": "dpo", "dpo": {"soft": True, "beta": 1.0, "sft_weight": 0.2}}, 3e-3, 8, None,
+                 entropy(0.8), 0.8),
+    "dpop": ({"method": "dpo", "dpo": {"soft": True, "beta": 1.0, "positive": 5.0}}, 3e-3, 8, math.log(2), 0.0, 1.0),
 }
+HOLDS_CHOSEN = ("rpo", "apo_zero", "dpop")
 
 
 def check_preference(tiny: str | Path, out: Path, name: str, **overrides: Any) -> tuple[Verdict, Any]:
@@ -298,4 +317,4 @@ def check_preference(tiny: str | Path, out: Path, name: str, **overrides: Any) -
     chosen = {"learning_rate": lr, "max_steps": steps, **overrides}
     result = train(rows, train_settings(tiny, batch_size=len(rows), **loss, **chosen), out)
     pairs = len(rows) // 2 if name == "kto" else len(rows)
-    return preference_verdict(tiny, result, start, floor, pairs=pairs), result
+    return preference_verdict(tiny, result, start, floor, pairs=pairs, chosen_rises=name in HOLDS_CHOSEN), result

@@ -28,6 +28,38 @@ def test_loss_weights_must_match_the_losses_and_not_come_with_the_soft_loss():
         TrainSettings(method="dpo", dpo={"soft": True, "loss_weights": [1.0]})
 
 
+def test_dpo_positive_is_a_term_of_the_soft_loss():
+    dpop = TrainSettings(method="dpo", dpo={"soft": True, "positive": 5.0})
+    assert dpop.dpo.positive == 5.0
+    with pytest.raises(ValidationError, match="positive .* is a term of the soft-preference loss: set soft: true"):
+        TrainSettings(method="dpo", dpo={"positive": 5.0})
+    with pytest.raises(ValidationError, match="greater than or equal to 0"):
+        TrainSettings(method="dpo", dpo={"soft": True, "positive": -1.0})
+
+
+def test_dpo_positive_penalises_only_a_chosen_reply_below_the_reference():
+    """DPOP's term (Smaug): the preferred term's margin loses lambda x how far the chosen reply's
+    per-token log-prob fell below the reference; a chosen reply above it changes nothing."""
+    import math
+
+    import torch
+
+    from sparring.train.soft_dpo import soft_preference_loss
+
+    def loss(policy_c, positive):
+        one = torch.tensor([1.0])
+        return float(soft_preference_loss(torch.tensor([policy_c]), torch.tensor([-8.0]), torch.tensor([-4.0]),
+                                          torch.tensor([-4.0]), 2 * one, 2 * one, one, beta=1.0,
+                                          positive=positive)[0])
+
+    # chosen rose by 1 per token (-2 vs -4 over 2 tokens): no penalty, the same loss as plain DPO
+    assert loss(-2.0, 5.0) == pytest.approx(loss(-2.0, 0.0))
+    # chosen fell by 1 per token while the rejected fell by 2: the margin is +1 a token, but DPOP
+    # subtracts 5 x 1 and the loss is that of a margin of -4
+    assert loss(-6.0, 0.0) == pytest.approx(-math.log(1 / (1 + math.exp(-1.0))))
+    assert loss(-6.0, 5.0) == pytest.approx(-math.log(1 / (1 + math.exp(4.0))))
+
+
 def test_a_loop_with_a_bad_loss_fails_at_load_naming_the_file_and_key(tmp_path):
     import yaml
 

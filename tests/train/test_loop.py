@@ -7,6 +7,7 @@ import json
 
 import pytest
 import yaml
+from rich.console import Console
 
 from sparring.train.loop.config import load_loop
 from sparring.train.loop.driver import Loop
@@ -85,13 +86,33 @@ def test_branched_selfplay_gives_the_pairs(loop_file, tmp_path):
     data = yaml.safe_load(loop_file.read_text())
     data["iterations"] = 1
     del data["selfplay"]["agents"]["policy"]["best_of_n"]
-    data["selfplay"]["branch"] = {"target": "policy", "k": 2}
+    data["selfplay"]["branch"] = {"target": "policy", "k": 4}
+    data["selfplay"]["dataset"]["limit"] = 3
+    data["export"] = {"rejected": "worst", "held_back": 0.3, "seed": 1}
     loop_file.write_text(yaml.safe_dump(data))
     config, file = load_loop(str(loop_file))
-    Loop(config, file).run()
+    console = Console(record=True, width=400)
+    Loop(config, file, console=console).run()
     state = json.loads((tmp_path / "loop" / "state.json").read_text())
     it = state["iterations"]["1"]
     assert it["done"] == ["play", "export", "train", "register", "evaluate"]
     rows = [json.loads(line) for line in open(it["export"]["path"])]
-    assert rows and {r["meta"]["source"] for r in rows} == {"branch"}
-    assert all(r["chosen"] != r["rejected"] for r in rows)
+    held = [json.loads(line) for line in open(it["export"]["heldback_path"])]
+    assert rows and held and len(held) == it["export"]["heldback"] and it["export"]["pairs"] == len(rows)
+    both = rows + held
+    assert {r["meta"]["source"] for r in both} == {"branch"} and all(r["chosen"] != r["rejected"] for r in both)
+    # rejected: worst -> one pair per branch point, the best against the lowest-valued of its 4 siblings
+    assert len({(r["meta"]["tree"], r["meta"]["branch_depth"]) for r in both}) == len(both)
+    assert all(r["meta"]["siblings"] >= 2 for r in both)
+    assert not {json.dumps(r, sort_keys=True) for r in rows} & {json.dumps(r, sort_keys=True) for r in held}
+    assert 0 <= it["export"]["similarity"] <= 1 and it["export"]["questions"] >= 1
+    # the trained adapter against its reference on both sets, token by token, saved and printed
+    fit = it["train"]["fit"]
+    assert fit["trained"]["pairs"] == len(rows) and fit["held back"]["pairs"] == len(held)
+    for figures in fit.values():
+        for side in ("chosen", "rejected"):
+            assert figures[f"{side}_logratio"] == pytest.approx(
+                figures[f"{side}_logratio_shared"] + figures[f"{side}_logratio_differing"], abs=1e-4)
+    out = console.export_text()
+    assert "iteration 1 pairs:" in out and "near-identical" in out
+    assert "iteration 1 fit, trained pairs:" in out and "iteration 1 fit, held back pairs:" in out

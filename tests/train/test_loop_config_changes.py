@@ -147,7 +147,8 @@ def test_a_training_stage_cut_by_the_time_limit_is_not_marked_done(tmp_path, stu
         return SimpleNamespace(adapter=out, rows=1, dropped=0, steps=2, loss=1.0, complete=complete[0], metrics={})
 
     monkeypatch.setattr(trainers, "train", fake_train)
-    config, file = load_loop(str(write(tmp_path, iterations=1, **{"train.max_minutes": 1.5})))
+    # no pair fit: the stub trainer saves no adapter to score
+    config, file = load_loop(str(write(tmp_path, iterations=1, pair_fit=False, **{"train.max_minutes": 1.5})))
     with pytest.raises(TrainingStopped, match="iteration 1: train stopped by the time limit"):
         Loop(config, file).run()
     state = json.loads((tmp_path / "loop" / "state.json").read_text())

@@ -136,7 +136,7 @@ def loop_config(ctx: Context, size: dict[str, Any], warm: str, arm: Arm = DEBATE
     return LoopConfig.model_validate({
         "name": arm.name, "alias": "debater", "method": "dpo", "iterations": size["iterations"],
         "output_dir": str(ctx.out / "loops" / arm.name), "models_file": str(ctx.models_file),
-        "policy_agent": "policy", "warm_start": {"adapter": warm},
+        "policy_agent": "policy", "warm_start": {"adapter": warm}, "pair_fit": arm.measure_fit,
         "selfplay": {"game": "debate", "game_args": GAME,
                      "dataset": dataset("train", size["train"]),
                      "agents": agents, "tournament": tournament,
@@ -162,7 +162,6 @@ def run_arm(ctx: Context, arm: Arm) -> Experiment:
     held-out debates under every judge; pairs fitted and behaviours per stage in the stages' info."""
     from sparring.learning.debate_behaviour import describe_changes
     from sparring.learning.loops import run_iterations, speed
-    from sparring.learning.pair_fit import pair_fit
     from sparring.train.loop.driver import Loop
 
     size = arm.sizes[ctx.size]
@@ -186,11 +185,9 @@ def run_arm(ctx: Context, arm: Arm) -> Experiment:
     ctx.progress(exp)
     loop = Loop(loop_config(ctx, size, adapter, arm), "<learning suite>", console=ctx.console)
     loop.start()
-    reference = [adapter]  # each iteration's DPO reference: the adapter it started from
 
     def info(export: dict[str, Any], train: dict[str, Any]) -> dict[str, Any]:
-        fit = pair_fit(ctx, export["path"], train["adapter"], reference[0]) if arm.measure_fit else {}
-        reference[0] = train["adapter"]
+        fit = (train.get("fit") or {}).get("trained") or {}  # the loop's pair fit (`pair_fit: measure_fit`)
         return {"pairs": export["pairs"], "loss": train["loss"], "steps": train["steps"], **_dpo_info(export, train),
                 **{f"fit/{k}": v for k, v in fit.items()}}
 

@@ -19,7 +19,7 @@ What changed from `debate-dpo`, from what its run taught (docs/learning/debate-d
   trainers' learning checks fit their pairs (tests/train/learning_checks.py: 1e-4 does not; 1e-3
   ranks every pair right) and at which a pilot on the bundled model fitted 14 of 16 demonstrator
   pairs in one epoch of 4-pair steps (docs/learning/debate-dpo-evidence.md); each iteration's fit is
-  measured after training on its own pairs (`pair_fit.py`: accuracy and margins of the adapter
+  measured after training on its own pairs (`sparring/train/pair_fit.py`: accuracy and margins of the adapter
   against its reference).
 - No judge-accuracy table (its 9 runs x 3 policies do not fit the hour beside the larger play
   stage); the behaviours by stage and side (`debate_behaviour.py`) say what was learnt instead.

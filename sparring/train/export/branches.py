@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from sparring.records.record import CallRecord, EpisodeRecord
+from sparring.train.export.contrast import PairRule, pick_pairs, prefix_share, similarity
 from sparring.train.export.conversation import apply_rule, meta, rejection_marks, reply_text
 from sparring.train.export.filters import ExportFilters
 from sparring.train.export.targets import pair_row
@@ -31,7 +32,9 @@ def leaf_value(leaf: EpisodeRecord, player: str, abort_value: float | None = 0.0
 
 
 def branch_pairs(records: Iterable[EpisodeRecord], f: ExportFilters, *, target: Any = "prob", gamma: float = 1.0,
-                 min_gap: float = 0.0, abort_value: float | None = 0.0) -> list[dict[str, Any]]:
+                 rule: PairRule | None = None, abort_value: float | None = 0.0) -> list[dict[str, Any]]:
+    """The pairs of every branch point (`rule`: which of its alternatives pair up, `contrast.py`)."""
+    rule = rule or PairRule()
     trees: dict[str, list[EpisodeRecord]] = defaultdict(list)
     for rec in records:
         if rec.tree and rec.status != "failed":
@@ -46,7 +49,7 @@ def branch_pairs(records: Iterable[EpisodeRecord], f: ExportFilters, *, target: 
                 if len(path) > d:
                     by_parent[tuple(path[:d])][path[d]].append(leaf)
             for parent, children in by_parent.items():
-                rows.extend(_pairs_at(children, d, list(parent), f, target, gamma, min_gap, abort_value))
+                rows.extend(_pairs_at(children, d, list(parent), f, target, gamma, rule, abort_value))
     return rows
 
 
@@ -55,7 +58,7 @@ def _branch_call(leaf: EpisodeRecord, d: int) -> CallRecord | None:
 
 
 def _pairs_at(children: dict[int, list[EpisodeRecord]], d: int, parent: list[int], f: ExportFilters, target: Any,
-              gamma: float, min_gap: float, abort_value: float | None) -> list[dict[str, Any]]:
+              gamma: float, rule: PairRule, abort_value: float | None) -> list[dict[str, Any]]:
     if len(children) < 2:
         return []
     alts: dict[int, tuple[str, float, CallRecord, EpisodeRecord]] = {}
@@ -74,15 +77,18 @@ def _pairs_at(children: dict[int, list[EpisodeRecord]], d: int, parent: list[int
         alts[i] = (reply, sum(values) / len(values), call, leaves[0])
     if len(alts) < 2:
         return []
-    best = max(alts, key=lambda i: (alts[i][1], -i))
-    reply_c, v_c, call, leaf = alts[best]
-    index = next(k for k, c in enumerate(leaf.calls) if c is call)
-    prompt = apply_rule(call.messages, rejection_marks(leaf, call.player).get(index, set()), f.after_rejection)
+    tree = next(iter(alts.values()))[3].tree or {}
+    pairs = pick_pairs({i: a[1] for i, a in alts.items()}, {i: a[0] for i, a in alts.items()}, rule,
+                       key=f"{tree.get('id')}:{d}:{parent}")
     rows = []
-    for i, (reply_r, v_r, _, _) in sorted(alts.items()):
-        if i == best or v_c - v_r < min_gap or reply_r == reply_c:
-            continue
+    for best, i in pairs:
+        reply_c, v_c, call, leaf = alts[best]
+        index = next(k for k, c in enumerate(leaf.calls) if c is call)
+        prompt = apply_rule(call.messages, rejection_marks(leaf, call.player).get(index, set()), f.after_rejection)
+        reply_r, v_r = alts[i][0], alts[i][1]
         rows.append(pair_row(prompt, reply_c, reply_r, v_c, v_r, target, gamma,
                              meta(leaf, call.player, source="branch", branch_depth=d, branch_parent=parent,
-                                  tree=leaf.tree["id"] if leaf.tree else None)))
+                                  tree=leaf.tree["id"] if leaf.tree else None, siblings=len(alts),
+                                  similarity=round(similarity(reply_c, reply_r), 4),
+                                  prefix_share=round(prefix_share(reply_c, reply_r), 4))))
     return rows

@@ -15,14 +15,15 @@ from typing import Any
 
 from sparring.records.record import CallRecord, EpisodeRecord
 from sparring.train.export.branches import branch_pairs
+from sparring.train.export.contrast import PairRule, Rejected, pick_pairs, prefix_share, similarity
 from sparring.train.export.conversation import check_chat, meta, turns
 from sparring.train.export.filters import ExportFilters, select
 from sparring.train.export.targets import Target, pair_row, soft_target
 
 
-def candidate_pairs(call: CallRecord, min_gap: float) -> list[tuple[str, str, float, float]]:
-    """(chosen, rejected, v_chosen, v_rejected): the best candidate against every other distinct
-    candidate at least `min_gap` below it (identical texts with different scores are merged)."""
+def candidate_pairs(call: CallRecord, rule: PairRule, key: str = "") -> list[tuple[str, str, float, float]]:
+    """(chosen, rejected, v_chosen, v_rejected) among the call's best-of-N candidates, as `rule`
+    pairs them (`contrast.py`; identical texts with different scores are merged, keeping the best)."""
     if not call.completions or not call.candidate_scores or len(call.completions) < 2:
         return []
     best: dict[str, float] = {}
@@ -30,28 +31,30 @@ def candidate_pairs(call: CallRecord, min_gap: float) -> list[tuple[str, str, fl
         if math.isfinite(score):
             text = f"{call.assistant_prefix}{comp.text}"
             best[text] = max(score, best.get(text, -math.inf))
-    if len(best) < 2:
-        return []
-    top_text, top = max(best.items(), key=lambda kv: kv[1])
-    return [(top_text, text, top, v) for text, v in best.items() if text != top_text and top - v >= min_gap]
+    return [(c, r, best[c], best[r]) for c, r in pick_pairs(best, {t: t for t in best}, rule, key)]
 
 
 def dpo_rows(records: Iterable[EpisodeRecord], filters: ExportFilters | None = None, *, target: Target = "prob",
-             gamma: float = 1.0, min_gap: float = 0.0, abort_value: float | None = 0.0) -> list[dict[str, Any]]:
+             gamma: float = 1.0, min_gap: float = 0.0, rejected: Rejected = "each", max_similarity: float | None = None,
+             seed: int = 0, abort_value: float | None = 0.0) -> list[dict[str, Any]]:
     """Preference rows from the best-of-N candidates and the branched rollouts in `records`
-    (`abort_value`: what an aborted leaf is worth, `branches.leaf_value`)."""
+    (`min_gap`, `rejected`, `max_similarity`, `seed`: which alternatives pair up, `contrast.py`;
+    `abort_value`: what an aborted leaf is worth, `branches.leaf_value`)."""
     f = filters or ExportFilters()
+    rule = PairRule(min_gap=min_gap, rejected=rejected, max_similarity=max_similarity, seed=seed)
     records = list(records)
     rows: list[dict[str, Any]] = []
     for rec, player in select(records, f):
         for t in turns(rec, player, f.after_rejection):
-            for chosen, rejected, v_c, v_r in candidate_pairs(t.call, min_gap):
-                rows.append(pair_row(t.prompt, chosen, rejected, v_c, v_r, target, gamma,
-                                     meta(rec, player, source="best_of_n", turn=t.call.turn)))
-    rows.extend(branch_pairs(records, f, target=target, gamma=gamma, min_gap=min_gap, abort_value=abort_value))
+            for chosen, other, v_c, v_r in candidate_pairs(t.call, rule, key=f"{rec.id}:{player}:{t.call.turn}"):
+                rows.append(pair_row(t.prompt, chosen, other, v_c, v_r, target, gamma,
+                                     meta(rec, player, source="best_of_n", turn=t.call.turn,
+                                          similarity=round(similarity(chosen, other), 4),
+                                          prefix_share=round(prefix_share(chosen, other), 4))))
+    rows.extend(branch_pairs(records, f, target=target, gamma=gamma, rule=rule, abort_value=abort_value))
     for n, row in enumerate(rows):
         check_chat(row["prompt"] + row["chosen"], f"DPO row {n}", ends_with="assistant")
     return rows
 
 
-__all__ = ["Target", "candidate_pairs", "dpo_rows", "pair_row", "soft_target"]
+__all__ = ["PairRule", "Target", "candidate_pairs", "dpo_rows", "pair_row", "soft_target"]

@@ -27,8 +27,18 @@ class ExportSettings(Strict):
                                "or No Deal: a deal worth nothing to one side is not learnt from")
     target: Literal["prob", "log_prob", "logit", "binary"] = "prob"
     gamma: float = Field(1.0, gt=0.0)
-    min_gap: float = Field(0.0, ge=0.0)
+    min_gap: float = Field(0.0, ge=0.0, description="DPO: drop pairs whose values differ by less (NYU: 0.10)")
+    rejected: Literal["each", "worst"] = Field(
+        "each", description="DPO: the best alternative against each one min_gap below it, or only against its "
+        "lowest-valued one (NYU)")
+    max_similarity: float | None = Field(
+        None, ge=0.0, le=1.0, description="DPO: drop pairs whose two replies are more alike (word similarity "
+        "0..1): shared words cancel in DPO's margin")
+    seed: int = Field(0, description="DPO: the shuffle that breaks ties between equally valued alternatives")
     max_pairs: int | None = Field(None, ge=1, description="keep the pairs with the largest margins")
+    held_back: float = Field(0.0, ge=0.0, lt=1.0, description="DPO: the share of pairs kept out of training (a "
+                             "seeded draw): the trained adapter's accuracy on them says whether it learnt the "
+                             "preference or the pairs")
 
 
 class WarmStart(Strict):
@@ -74,6 +84,8 @@ class LoopConfig(Strict):
                                                  "policy's turns yield pairs from `branch:` (branched "
                                                  "rollouts) or from the agent's best_of_n")
     export: ExportSettings = Field(default_factory=ExportSettings)
+    pair_fit: bool = Field(True, description="DPO: after each training, the trained adapter against its "
+                           "reference on the pairs, token by token (shared / differing tokens), printed and saved (LoRA only)")
     train: TrainSettings = Field(default_factory=TrainSettings)
     evaluation: EvalSettings
 

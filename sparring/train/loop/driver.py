@@ -164,15 +164,22 @@ class Loop:
     def export(self, k: int) -> dict[str, Any]:
         from sparring.records.reader import iter_records
         from sparring.train.export import ExportFilters, dpo_rows, sft_rows, write_rows
+        from sparring.train.export.contrast import hold_back, pair_line, pair_summary
 
         e = self.config.export
         records = list(iter_records(self._it(k)["play"]["run_dir"]))
         if self.config.method == "dpo":
             rows = dpo_rows(records, ExportFilters(agent=self.config.policy_agent), target=e.target,
-                            gamma=e.gamma, min_gap=e.min_gap)
+                            gamma=e.gamma, min_gap=e.min_gap, rejected=e.rejected,
+                            max_similarity=e.max_similarity, seed=e.seed)
             if e.max_pairs is not None:
                 rows = sorted(rows, key=lambda r: -r["margin"])[: e.max_pairs]
-            diagnostics = pair_diagnostics(rows)
+            diagnostics: dict[str, Any] = dict(pair_summary(rows))
+            self.console.print(f"iteration {k} pairs: {pair_line(len(rows), diagnostics)}")
+            rows, held = hold_back(rows, e.held_back, seed=e.seed)
+            if held:
+                diagnostics["heldback"] = len(held)
+                diagnostics["heldback_path"] = str(write_rows(held, self.dir / f"iter-{k}" / "heldback"))
             why = ("selfplay needs `branch: {target: <policy agent>}` or the policy agent best_of_n with "
                    "n >= 2, and alternatives that the judge values differently")
         else:
@@ -203,8 +210,26 @@ class Loop:
 
         if summary := preference_summary(result.metrics):
             self.console.print(f"iteration {k} trained: {summary}")
-        return {"adapter": str(result.adapter.resolve()), "rows": result.rows, "dropped": result.dropped,
-                "steps": result.steps, "loss": result.loss, "metrics": result.metrics}
+        adapter = str(result.adapter.resolve())
+        out: dict[str, Any] = {"adapter": adapter, "rows": result.rows, "dropped": result.dropped,
+                               "steps": result.steps, "loss": result.loss, "metrics": result.metrics}
+        if self.config.method == "dpo" and self.config.pair_fit and settings.lora is not None:  # LoRA adapters only
+            out["fit"] = distributed.on_main(lambda: self._pair_fit(k, adapter, settings), f"iteration {k}: pair fit")
+        return out
+
+    def _pair_fit(self, k: int, adapter: str, settings: Any) -> dict[str, dict[str, float]]:
+        """The trained adapter against its reference (the adapter it started from) on the pairs it
+        trained on and on the held-back ones (`pair_fit.py`)."""
+        from sparring.train.pair_fit import fit_adapter, fit_line
+        from sparring.train.trainers import read_rows
+
+        ex = self._it(k)["export"]
+        sets = {"trained": read_rows(ex["path"]),
+                "held back": read_rows(ex["heldback_path"]) if ex.get("heldback_path") else []}
+        fit = fit_adapter(settings, adapter, self._adapter(k - 1), sets)
+        for name, figures in fit.items():
+            self.console.print(f"iteration {k} fit, {fit_line(name + ' pairs', figures)}")
+        return fit
 
     def _base_entry(self) -> dict[str, Any]:
         return base_entry(self.config, self.file)
@@ -347,16 +372,3 @@ def base_entry(config: LoopConfig, file: str) -> dict[str, Any]:
     except KeyError:
         raise SparringError(f"{file}: train.model {model!r} is neither a model name nor a directory") from None
     return {"backend": base.backend, "args": dict(base.args), "sampling": dict(base.sampling)}
-
-
-def pair_diagnostics(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """What a DPO iteration's pairs look like: mean words of the chosen and the rejected reply
-    (a length gap the loss can learn instead of the preference) and the mean value gap."""
-    if not rows:
-        return {}
-
-    def words(side: str) -> float:
-        return sum(len(" ".join(m["content"] for m in r[side]).split()) for r in rows) / len(rows)
-
-    return {"chosen_words": words("chosen"), "rejected_words": words("rejected"),
-            "value_gap": sum(float(r.get("margin", 0.0)) for r in rows) / len(rows)}

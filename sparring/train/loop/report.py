@@ -217,7 +217,8 @@ def iteration_metrics(it: dict[str, Any]) -> dict[str, float]:
         for name, value in (group.get("metrics") or {}).items():
             out[f"heldout/{matchup}/{name}"] = value.get("value")
     out["train/loss"], out["train/steps"], out["train/rows"] = tr.get("loss"), tr.get("steps"), ex.get("rows")
-    for key in ("chosen_words", "rejected_words", "value_gap"):
+    for key in ("chosen_words", "rejected_words", "value_gap", "similarity", "near_identical", "prefix_share",
+                "questions", "top_question_share", "top_seat_share", "argued_correct_share"):
         out[f"pairs/{key}"] = ex.get(key)
     for name, value in (tr.get("metrics") or {}).items():
         out[f"train/{name}"] = value
