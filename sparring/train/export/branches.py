@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from sparring.records.record import CallRecord, EpisodeRecord
-from sparring.train.export.contrast import PairRule, pick_pairs, prefix_share, similarity
+from sparring.train.export.contrast import PairRule, likeness, pick_pairs
 from sparring.train.export.conversation import apply_rule, meta, rejection_marks, reply_text
 from sparring.train.export.filters import ExportFilters
 from sparring.train.export.targets import pair_row
@@ -89,6 +89,5 @@ def _pairs_at(children: dict[int, list[EpisodeRecord]], d: int, parent: list[int
         rows.append(pair_row(prompt, reply_c, reply_r, v_c, v_r, target, gamma,
                              meta(leaf, call.player, source="branch", branch_depth=d, branch_parent=parent,
                                   tree=leaf.tree["id"] if leaf.tree else None, siblings=len(alts),
-                                  similarity=round(similarity(reply_c, reply_r), 4),
-                                  prefix_share=round(prefix_share(reply_c, reply_r), 4))))
+                                  **likeness(reply_c, reply_r))))
     return rows

@@ -55,6 +55,11 @@ def prefix_share(a: str, b: str) -> float:
     return n / max(1, len(wa), len(wb))
 
 
+def likeness(a: str, b: str) -> dict[str, float]:
+    """What every pair's `meta` says of how alike its two replies are."""
+    return {"similarity": round(similarity(a, b), 4), "prefix_share": round(prefix_share(a, b), 4)}
+
+
 def pick_pairs(values: Mapping[K, float], texts: Mapping[K, str], rule: PairRule, key: str) -> list[tuple[K, K]]:
     """(chosen, rejected) keys among one prompt's alternatives (`values`: each one's value, `texts`:
     its reply); `key` names the prompt for the seeded tie-break. Alternatives with the best's text

@@ -15,7 +15,7 @@ from typing import Any
 
 from sparring.records.record import CallRecord, EpisodeRecord
 from sparring.train.export.branches import branch_pairs
-from sparring.train.export.contrast import PairRule, Rejected, pick_pairs, prefix_share, similarity
+from sparring.train.export.contrast import PairRule, Rejected, likeness, pick_pairs
 from sparring.train.export.conversation import check_chat, meta, turns
 from sparring.train.export.filters import ExportFilters, select
 from sparring.train.export.targets import Target, pair_row, soft_target
@@ -49,8 +49,7 @@ def dpo_rows(records: Iterable[EpisodeRecord], filters: ExportFilters | None = N
             for chosen, other, v_c, v_r in candidate_pairs(t.call, rule, key=f"{rec.id}:{player}:{t.call.turn}"):
                 rows.append(pair_row(t.prompt, chosen, other, v_c, v_r, target, gamma,
                                      meta(rec, player, source="best_of_n", turn=t.call.turn,
-                                          similarity=round(similarity(chosen, other), 4),
-                                          prefix_share=round(prefix_share(chosen, other), 4))))
+                                          **likeness(chosen, other))))
     rows.extend(branch_pairs(records, f, target=target, gamma=gamma, rule=rule, abort_value=abort_value))
     for n, row in enumerate(rows):
         check_chat(row["prompt"] + row["chosen"], f"DPO row {n}", ends_with="assistant")
