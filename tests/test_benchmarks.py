@@ -8,23 +8,25 @@ from pathlib import Path
 
 import pytest
 
+from tests.commands import run_commands
+
 pytestmark = pytest.mark.slow  # worker processes / subprocess runs: seconds each
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_engine_overhead.py"
 
 
 def test_engine_overhead_benchmark_runs_with_and_without_workers():
-    for extra in (["--breakdown", "--workers", "1"], ["--workers", "2"]):
-        out = subprocess.run([sys.executable, str(BENCH), "--episodes", "100", "--workload", "dond", *extra],
-                             capture_output=True, text=True, timeout=300)
+    outs = {}
+    for workers, extra in (("1", ["--breakdown", "--repeats", "2"]), ("2", [])):
+        out = subprocess.run([sys.executable, str(BENCH), "--episodes", "100", "--workload", "dond",
+                              "--workers", workers, *extra], capture_output=True, text=True, timeout=300)
         assert out.returncode == 0, out.stderr
         assert "episodes/s" in out.stdout and "target >= 2,000" in out.stdout and "peak RSS" in out.stdout
         assert "(0 failed" in out.stdout
-        assert ("2 worker processes" in out.stdout) == ("2" in extra)
-    out = subprocess.run([sys.executable, str(BENCH), "--episodes", "100", "--workload", "dond", "--workers", "1",
-                          "--repeats", "2"], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.count("1 engine process") == 1 and "over 2 runs: best" in out.stdout
+        outs[workers] = out.stdout
+    assert "2 worker processes" in outs["2"] and "2 worker processes" not in outs["1"]
+    assert outs["1"].count("1 engine process") == 1 and "over 2 runs: best" in outs["1"]
+    assert "by component" in outs["1"]
     assert "by component" in subprocess.run(
         [sys.executable, str(BENCH), "--episodes", "100", "--workload", "debate", "--breakdown", "--workers", "1"],
         capture_output=True, text=True, timeout=300).stdout
@@ -37,14 +39,6 @@ def tiny_dir(tmp_path_factory) -> str:
     from sparring.models.tiny import save_tiny_model
 
     return str(save_tiny_model(tmp_path_factory.mktemp("bench") / "tiny", vocab=1024))
-
-
-def test_train_benchmark_runs_on_a_tiny_model(tiny_dir):
-    bench = Path(__file__).parent.parent / "benchmarks" / "bench_train.py"
-    out = subprocess.run([sys.executable, str(bench), "--model", tiny_dir, "--steps", "2", "--words", "40"],
-                         capture_output=True, text=True, timeout=900)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "soft-preference DPO step / plain DPO step =" in out.stdout and "tokens/s" in out.stdout
 
 
 def test_api_errors_benchmark_sends_nothing_twice():
@@ -67,12 +61,16 @@ def test_web_benchmark_runs_on_a_small_run():
     assert " 1 lines parsed" in lines["after 1 appended episode"] and "one episode, everything view" in lines
 
 
-def test_step_cost_benchmark_runs_on_a_tiny_model(tmp_path, tiny_dir):
-    bench = Path(__file__).parent.parent / "benchmarks" / "bench_step_cost.py"
-    out = subprocess.run([sys.executable, str(bench), "--model", tiny_dir, "--steps", "1", "--only", "sft,grpo",
-                          "--games", "2", "--json", str(tmp_path / "cost.json")],
-                         capture_output=True, text=True, timeout=600)
+def test_training_benchmarks_run_on_a_tiny_model(tmp_path, tiny_dir):
+    """bench_train and bench_step_cost, one after the other in one process (its imports of the
+    training libraries paid once)."""
+    benches = Path(__file__).parent.parent / "benchmarks"
+    out = run_commands([
+        [str(benches / "bench_train.py"), "--model", tiny_dir, "--steps", "2", "--words", "40"],
+        [str(benches / "bench_step_cost.py"), "--model", tiny_dir, "--steps", "1", "--only", "sft,grpo",
+         "--games", "2", "--json", str(tmp_path / "cost.json")]], timeout=900)
     assert out.returncode == 0, out.stderr[-2000:]
+    assert "soft-preference DPO step / plain DPO step =" in out.stdout and "tokens/s" in out.stdout
     assert "grpo: after/before step" in out.stdout and "sft: after/before step" in out.stdout
     import json
 

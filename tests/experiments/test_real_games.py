@@ -19,6 +19,7 @@ from rich.console import Console
 from sparring.engine.loader import load_config, resolve
 from sparring.engine.run import RunOptions, run_experiment
 from sparring.records.reader import iter_records
+from tests.commands import run_commands
 
 REPO = Path(__file__).resolve().parents[2]
 QUIET = Console(quiet=True)
@@ -154,25 +155,20 @@ def test_benchmark_negotiators_play_the_shortest_legal_game(tmp_path, runs_dir):
 
 
 @pytest.mark.bundled
-@pytest.mark.timeout(600)  # about 1 min; on first use also the model's fetch and conversion (~1 min)
-def test_quickstart_end_to_end_with_bundled_model(tmp_path):
-    out = subprocess.run([sys.executable, str(REPO / "scripts" / "run_debate.py"), "--configuration",
-                          "quickstart", "--num-iters", "1", "-o", str(tmp_path), "--run-name", "qs"],
-                         capture_output=True, text=True, timeout=540)
-    assert out.returncode == 0, out.stdout + out.stderr
+@pytest.mark.timeout(900)  # about 2.5 min; on first use also the model's fetch and conversion (~1 min)
+def test_both_quickstarts_end_to_end_with_bundled_model(tmp_path):
+    """The README's first command (the debate quickstart) and the negotiation quickstart, one question
+    or scenario each, played in both seat orders; one process for both (its imports paid once)."""
+    done = run_commands([
+        [str(REPO / "scripts" / "run_debate.py"), "--configuration", "quickstart", "--num-iters", "1",
+         "-o", str(tmp_path), "--run-name", "qs"],
+        [str(REPO / "scripts" / "run_negotiation.py"), "--configuration", "dond-quickstart", "--num-iters", "1",
+         "-o", str(tmp_path), "--run-name", "dq", "--no-report"]], timeout=840)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
     recs = list(iter_records(tmp_path / "qs"))
     assert len(recs) == 2 and all(r.status == "complete" for r in recs)
     assert all(len([c for c in r.calls if c.tag == "speech"]) == 4 for r in recs)
     assert (tmp_path / "qs" / "manifest.json").is_file()
-
-
-@pytest.mark.bundled
-@pytest.mark.timeout(600)  # about 1 min; on first use also the model's fetch and conversion (~1 min)
-def test_dond_quickstart_end_to_end_with_bundled_model(tmp_path):
-    out = subprocess.run([sys.executable, str(REPO / "scripts" / "run_negotiation.py"), "--configuration",
-                          "dond-quickstart", "--num-iters", "1", "-o", str(tmp_path), "--run-name", "dq",
-                          "--no-report"], capture_output=True, text=True, timeout=540)
-    assert out.returncode == 0, out.stdout + out.stderr
     recs = list(iter_records(tmp_path / "dq"))
     assert len(recs) == 2 and all(r.status in ("complete", "aborted") for r in recs)
 

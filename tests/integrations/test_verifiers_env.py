@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -15,9 +16,12 @@ from pathlib import Path
 import pytest
 from held_games import debate_experiment, dond_experiment, engine_rewards, kuhn_experiment
 
-vf = pytest.importorskip("verifiers.v1")
+from sparring.integrations.verifiers.package import write_package
 
-from sparring.integrations.verifiers.package import write_package  # noqa: E402
+# verifiers is imported by the tests that use it, not at collection: its import (~10 s) would be
+# paid by every pytest process, most of which run none of these tests
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("verifiers") is None,
+                                reason="needs sparring[verifiers]")
 
 
 @pytest.fixture
@@ -113,6 +117,8 @@ def test_package_loads_as_verifiers_does_and_splits(install):
     pkg = install(dond_experiment(), "sparring-vf-split")
     module = importlib.import_module(pkg.module)
     env = module.load_environment(taskset={"split": "test", "limit": 3})
+    import verifiers.v1 as vf
+
     assert isinstance(env, vf.Env) and type(env).__name__ == "SparringVfSplitEnv"
     test_ids = {t.data.instance_id for t in env.taskset}
     train_ids = {t.data.instance_id for t in module.load_environment(taskset={"split": "train"}).taskset}
@@ -139,6 +145,7 @@ def test_the_docs_prime_rl_configs_resolve(install):
     import re
 
     import tomllib
+    import verifiers.v1 as vf
 
     install("dond-quickstart", "sparring-dond")
     install("quickstart", "sparring-debate")

@@ -1,10 +1,12 @@
 """Hub models as a new user meets them, against a stand-in hub on 127.0.0.1 reached through
-`HF_ENDPOINT` (the hub client's documented variable), each step a fresh process as on a user's
-machine: a model spec naming a Hub id of a tiny chat model (a Llama-3 chat template, not SmolLM2's)
-downloads on first use, plays a debate, exports SFT rows, trains SFT with assistant-only loss and
-one iterative-DPO loop iteration with TensorBoard curves written, and loads again from the cache
-with the server stopped; misspelt, gated, unpinnable, offline-and-not-cached and unreachable models
-are one clear message each."""
+`HF_ENDPOINT` (the hub client's documented variable), in fresh processes as on a user's machine: a
+model spec naming a Hub id of a tiny chat model (a Llama-3 chat template, not SmolLM2's) downloads on
+first use, plays a debate, exports SFT rows, trains SFT with assistant-only loss and one
+iterative-DPO loop iteration with TensorBoard curves written (the four commands one after the other
+in one process, each through the command line's own entry point: a process imports the training
+libraries in ~12 s), and loads again from the cache with the server stopped, in a process of its
+own; misspelt, gated, unpinnable, offline-and-not-cached and unreachable models are one clear
+message each."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
+from tests.commands import run_commands
 
 from .standin_hub import StandinHub
 
@@ -61,6 +65,7 @@ def run(args: list[str], env: dict[str, str], cwd: Path, timeout: int = 600) -> 
     result = subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, f"{args}\n{(result.stdout + result.stderr)[-5000:]}"
     return result.stdout + result.stderr
+
 
 
 ERRORS = textwrap.dedent("""
@@ -140,24 +145,6 @@ def test_a_new_user_with_a_hub_model_plays_exports_trains_and_loops_then_works_o
     (tmp_path / "models.yaml").write_text(yaml.safe_dump(models))
     env = env_for(tmp_path, hub.url, SPARRING_MODELS=str(tmp_path / "models.yaml"))
     (tmp_path / "debate.yaml").write_text(yaml.safe_dump({"name": "hub-debate", **DEBATE}))
-    cli = [sys.executable, "-m", "sparring.cli"]
-
-    run([*cli, "run", "debate.yaml", "--output-dir", str(tmp_path / "runs"), "--run-name", "hub-debate"], env,
-        tmp_path)
-    assert any(p.endswith("/model.safetensors") for p in hub.downloads()), "the weights came from the hub"
-    cache = tmp_path / "hf-home" / "hub" / "models--sparring-test--tiny-chat"
-    assert (cache / "snapshots").is_dir(), "downloaded into the standard Hugging Face cache"
-    run_dir = tmp_path / "runs" / "hub-debate"
-    run([*cli, "export", "sft", str(run_dir), "-o", str(tmp_path / "sft")], env, tmp_path)
-    rows = [json.loads(line) for line in (tmp_path / "sft" / "train.jsonl").read_text().splitlines()]
-    assert rows and all(r["messages"][-1]["role"] == "assistant" for r in rows)
-
-    out = run([*cli, "train", "sft", str(tmp_path / "sft"), "-o", str(tmp_path / "adapter"), "--model", "tiny-hub",
-               "--max-steps", "2", "--report-to", "tensorboard"], env, tmp_path)
-    assert "SFT:" in out and (tmp_path / "adapter" / "adapter_config.json").is_file()
-    assert "loss" in tensorboard_scalars(tmp_path / "adapter") or "train/loss" in tensorboard_scalars(
-        tmp_path / "adapter")
-
     loop = {"name": "hub-dpo", "alias": "tiny-dpo", "iterations": 1, "policy_agent": "policy",
             "selfplay": {**DEBATE, "branch": {"target": "policy", "k": 2, "mode": "half", "depth": 1}},
             "export": {"target": "prob", "gamma": 4.0, "max_pairs": 4},
@@ -166,8 +153,27 @@ def test_a_new_user_with_a_hub_model_plays_exports_trains_and_loops_then_works_o
             "evaluation": {"dataset": {"name": "generated", "split": "test", "limit": 2,
                                        "args": {"people": 2, "filler_sentences": 0}}, "flip": True}}
     (tmp_path / "loop.yaml").write_text(yaml.safe_dump(loop))
-    run([sys.executable, str(Path(__file__).resolve().parents[2] / "scripts" / "run_iterative_dpo.py"),
-         "--configuration", "loop.yaml"], env, tmp_path)
+    run_dir = tmp_path / "runs" / "hub-debate"
+    done = run_commands([
+        ["run", "debate.yaml", "--output-dir", str(tmp_path / "runs"), "--run-name", "hub-debate"],
+        ["export", "sft", str(run_dir), "-o", str(tmp_path / "sft")],
+        ["train", "sft", str(tmp_path / "sft"), "-o", str(tmp_path / "adapter"), "--model", "tiny-hub",
+         "--max-steps", "2", "--report-to", "tensorboard"],
+        [str(Path(__file__).resolve().parents[2] / "scripts" / "run_iterative_dpo.py"), "--configuration", "loop.yaml"],
+    ], cwd=tmp_path, env=env)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-5000:]
+    assert any(p.endswith("/model.safetensors") for p in hub.downloads()), "the weights came from the hub"
+    cache = tmp_path / "hf-home" / "hub" / "models--sparring-test--tiny-chat"
+    assert (cache / "snapshots").is_dir(), "downloaded into the standard Hugging Face cache"
+    assert (run_dir / "episodes.jsonl").is_file()
+    rows = [json.loads(line) for line in (tmp_path / "sft" / "train.jsonl").read_text().splitlines()]
+    assert rows and all(r["messages"][-1]["role"] == "assistant" for r in rows)
+
+    assert "SFT:" in out and (tmp_path / "adapter" / "adapter_config.json").is_file()
+    assert "loss" in tensorboard_scalars(tmp_path / "adapter") or "train/loss" in tensorboard_scalars(
+        tmp_path / "adapter")
+
     loop_dir = tmp_path / "runs" / "hub-dpo"
     state = json.loads((loop_dir / "state.json").read_text())
     assert state["iterations"]["1"]["done"] == ["play", "export", "train", "register", "evaluate"]
@@ -177,6 +183,7 @@ def test_a_new_user_with_a_hub_model_plays_exports_trains_and_loops_then_works_o
 
     hub.stop()  # no network from here on: the cache is enough
     offline = {**env, "HF_HUB_OFFLINE": "1"}
+    cli = [sys.executable, "-m", "sparring.cli"]
     (tmp_path / "again.yaml").write_text(yaml.safe_dump({"name": "hub-again", **DEBATE}))
     run([*cli, "run", "again.yaml", "--output-dir", str(tmp_path / "runs"), "--run-name", "hub-again"], offline,
         tmp_path)
