@@ -61,16 +61,22 @@ def dataset(split: str, n: int) -> dict[str, Any]:
 
 
 def evaluate(ctx: Context, policy: str, name: str, size: dict[str, Any], judges: Judges,
-             measured: Measured | None = None) -> tuple[dict, dict, Played]:
+             measured: Measured | None = None, best_of: int = 1) -> tuple[dict, dict, Played]:
     """Policy vs base on every held-out debate: both answer assignments (`flip`) and both seat
     orders (the first speaker has an edge under the quote judge), greedy, under the training judge;
     every debate re-judged by each held-out judge (metrics `KEY (LABEL)`). Returns the metrics, the
     per-instance judge probability under the training judge and the run; `measured` collects the
-    per-instance values and records under every judge."""
+    per-instance values and records under every judge. `best_of` > 1: the policy samples that many
+    speeches (temperature 0.9, as in training play) and keeps the one the training judge scores
+    highest (NYU's inference-time Best-of-N); the base stays greedy."""
     sampling = {"temperature": 0.0, "max_new_tokens": size["tokens"]}
+    policy_agent: dict[str, Any] = {"role": "debater", "model": policy, "sampling": sampling}
+    if best_of > 1:
+        policy_agent = {**policy_agent, "sampling": {**sampling, "temperature": 0.9},
+                        "best_of_n": {"n": best_of}}
     cfg = {"game": "debate", "game_args": GAME,
            "dataset": dataset("test", size["heldout"]),
-           "agents": {"policy": {"role": "debater", "model": policy, "sampling": sampling},
+           "agents": {"policy": policy_agent,
                       "base": {"role": "debater", "model": ctx.label, "sampling": sampling},
                       "judge": {"role": "judge", "model": judges.training}},
            "tournament": {"type": "custom", "matchups": [["policy", "base"], ["base", "policy"]], "judges": ["judge"],

@@ -19,7 +19,7 @@ from sparring.learning.registry import EXPERIMENTS, load_experiments
 from sparring.learning.results import Experiment
 
 ORDER = ("textworld-sft", "textworld-sft-data", "textworld-rl", "textworld-easy-rl", "dond-selfplay", "dond-selfplay-mutual", "dond-rl", "debate-dpo",
-         "debate-dpo-evidence", "grpo",
+         "debate-dpo-evidence", "debate-dpo-contrast", "grpo",
          "textarena-tictactoe", "textarena-tictactoe-rl", "textarena-kuhn", "transfer")
 
 

@@ -10,6 +10,7 @@ import pytest
 from sparring.learning.context import Context, shipped_scripted
 from sparring.learning.debate_behaviour import speech_features
 from sparring.learning.experiments import debate_dpo as debate
+from sparring.learning.experiments import debate_dpo_contrast as debate_contrast
 from sparring.learning.experiments import debate_dpo_evidence as debate_evidence
 
 
@@ -38,9 +39,41 @@ def test_the_evidence_arm_trains_against_the_evidence_judge_and_holds_out_two_ot
     assert old.selfplay["agents"]["judge"]["model"] == "quote-judge" and old.train.dpo.loss_type == ["ipo"]
 
 
+@pytest.mark.parametrize("size", ["quick", "full"])
+def test_the_contrast_arm_pairs_each_best_speech_with_its_worst_sibling_and_trains_rpo_gently(tmp_path, size):
+    """Issue 58's recipe, from the pre-check: k = 4 siblings, the lowest-valued as rejected with a
+    judge gap (0.1 at full size) and near copies dropped, 20% held back, RPO at 1e-4, the pair fit
+    measured; the warm start one full epoch; the controls and the model judge on."""
+    from sparring.train.loop.config import LoopConfig
+
+    ctx = Context(out=tmp_path, size=size, model="smollm2-135m", label="smollm2-135m")
+    arm = debate_contrast.ARM
+    cfg = debate.loop_config(ctx, arm.sizes[size], str(tmp_path / "warm"), arm)
+    assert isinstance(cfg, LoopConfig) and cfg.name == "debate-dpo-contrast"
+    assert cfg.selfplay["branch"]["k"] == 4 and cfg.selfplay["agents"]["judge"]["model"] == "evidence-judge"
+    assert cfg.export.rejected == "worst" and cfg.export.max_similarity == 0.9 and cfg.export.held_back == 0.2
+    assert cfg.export.min_gap == (0.1 if size == "full" else 0.0)
+    assert cfg.train.dpo.loss_type == ["sigmoid", "sft"] and cfg.train.dpo.loss_weights == [1.0, 1.0]
+    assert cfg.train.learning_rate == 1e-4 and cfg.pair_fit
+    assert arm.controls and arm.model_judge and arm.accuracy_table
+    if size == "full":
+        assert arm.sizes[size]["demo_steps"] == -1 and arm.sizes[size]["heldout"] * 4 == 96
+
+
+def test_rejection_sampling_rows_are_the_chosen_speeches_of_the_pairs():
+    from sparring.learning.debate_controls import chosen_rows
+
+    prompt = [{"role": "system", "content": "Debate."}, {"role": "user", "content": "Your speech?"}]
+    pairs = [{"prompt": prompt, "chosen": [{"role": "assistant", "content": "The answer is A. <quote>x</quote>"}],
+              "rejected": [{"role": "assistant", "content": "A."}], "meta": {"instance_id": "q1"}}]
+    (row,) = chosen_rows(pairs)
+    assert row["messages"] == [*prompt, {"role": "assistant", "content": "The answer is A. <quote>x</quote>"}]
+    assert row["meta"] == {"instance_id": "q1", "source": "chosen"}
+
+
 def test_every_judge_of_both_arms_is_in_the_suites_models_file():
     shipped = shipped_scripted()
-    for arm in (debate.DEBATE_DPO, debate_evidence.ARM):
+    for arm in (debate.DEBATE_DPO, debate_evidence.ARM, debate_contrast.ARM):
         for model in (arm.judges.training, *(j.model for j in arm.judges.held_out)):
             assert model in shipped
 

@@ -1,8 +1,10 @@
 """Experiment 3: debate, iterative DPO (Arnesen et al.) against a deterministic scripted judge
 (`sparring/games/debate/scripted_judge.py`: its preference is known and learnable), every result
-also under scripted judges never used in training. One pipeline, two arms (`Arm`): `debate-dpo`
-trains against the quote judge and holds out the evidence judge; `debate-dpo-evidence`
-(`debate_evidence.py`) trains against the evidence judge and holds out the quote and proof judges.
+also under judges never used in training. One pipeline, three arms (`Arm`): `debate-dpo` trains
+against the quote judge and holds out the evidence judge; `debate-dpo-evidence`
+(`debate_dpo_evidence.py`) trains against the evidence judge and holds out the quote and proof
+judges; `debate-dpo-contrast` (`debate_dpo_contrast.py`, issue #58) adds contrastive pairs, RPO,
+the control arms (`debate_controls.py`) and the base model as a held-out judge.
 
 Training debates are the generated dataset's `train` split, held-out ones its `test` split (ids
 checked disjoint). The bundled model never writes a `<quote>` on its own, so the judge's main reward
@@ -24,6 +26,7 @@ consultancy and double consultancy with the base, the warm-started and the final
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,6 +81,10 @@ class Arm:
     opponent: bool = False         # False: branched self-play; True: the policy against the base model, both seats
     accuracy_table: bool = True    # the NYU judge-accuracy table (3 formats x base, warm, final)
     measure_fit: bool = False      # score each iteration's own pairs under its adapter and its reference
+    k: int = 2                     # sampled speeches per branch point
+    export: dict[str, Any] = field(default_factory=dict)  # ExportSettings beside target/min_gap/max_pairs
+    controls: bool = False         # the extra-SFT, rejection-sampling SFT and Best-of-4 arms (debate_controls.py)
+    model_judge: bool = False      # the base model itself as one more held-out judge (reads no story)
     description: str = ""
     target: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -140,12 +147,12 @@ def loop_config(ctx: Context, size: dict[str, Any], warm: str, arm: Arm = DEBATE
         "selfplay": {"game": "debate", "game_args": GAME,
                      "dataset": dataset("train", size["train"]),
                      "agents": agents, "tournament": tournament,
-                     "branch": {"target": "policy", "k": 2, "mode": "half", "depth": 1},
+                     "branch": {"target": "policy", "k": arm.k, "mode": "half", "depth": 1},
                      "run": {"seed": 0, "max_live": MAX_LIVE}},
         # hard labels (standard DPO): the quote judge's probabilities of two sibling speeches differ by
         # ~0.2-0.6, so soft targets sigmoid(difference) sit at 0.55-0.65 and the loss starts at its
         # floor (measured: loss 0.693, no held-out change after one iteration); near-ties dropped
-        "export": {"target": "binary", "min_gap": size["min_gap"], "max_pairs": size["max_pairs"]},
+        "export": {"target": "binary", "min_gap": size["min_gap"], "max_pairs": size["max_pairs"], **arm.export},
         "train": {"method": "dpo", "model": ctx.model, **arm.train, "max_steps": size["max_steps"],
                   "max_length": size["max_length"], "lora": {"r": 8, "alpha": 16}, "dpo": arm.dpo},
         "evaluation": {"dataset": dataset("test", size["heldout"]),
@@ -166,6 +173,9 @@ def run_arm(ctx: Context, arm: Arm) -> Experiment:
 
     size = arm.sizes[ctx.size]
     judges = arm.judges
+    if arm.model_judge:  # the base model judging the transcript (no judge's view holds the story)
+        judges = Judges(judges.training, judges.training_label,
+                        (*judges.held_out, HeldOutJudge("model", "base model judge, held out", ctx.label)))
     start = time.perf_counter()
     measured = Measured()
     base_m, base_per, base_played = evaluate(ctx, ctx.label, f"{arm.runs}-base", size, judges, measured)
@@ -193,14 +203,21 @@ def run_arm(ctx: Context, arm: Arm) -> Experiment:
 
     done = run_iterations(ctx, exp, loop, arm.name, lambda a, n: evaluate(ctx, a, n, size, judges, measured),
                           base_per, "judge_prob", info, suffix=f" ({judges.training_label})")
-    for name in done.per:  # what DPO added on top of the warm start, under every judge
+    iterations = list(done.per)
+    for name in iterations:  # what DPO added on top of the warm start, under every judge
         for label in labels:
             exp.paired[f"judge_prob {name} - {warm_stage} ({label})"] = paired(
                 measured.per[label][warm_stage], measured.per[label][name])
-    if arm.accuracy_table:
-        _accuracy_table(ctx, exp, size, arm, {"base": ctx.label, "warm": warm_alias, "final": done.final})
-    stages = [f"{arm.runs}-base", warm_stage, *done.per]
+    for before, after in itertools.pairwise(iterations):  # does iterating help
+        for label in labels:
+            exp.paired[f"judge_prob {after} - {before} ({label})"] = paired(
+                measured.per[label][before], measured.per[label][after])
+    stages = [f"{arm.runs}-base", warm_stage, *iterations]
     describe_changes(exp, measured, stages, judges)
+    if arm.controls:
+        _controls(ctx, exp, size, arm, judges, measured, loop, demos, adapter, warm_alias, iterations[-1])
+    if arm.accuracy_table:
+        _accuracy_table(ctx, exp, size, arm, judges, {"base": ctx.label, "warm": warm_alias, "final": done.final})
     exp.speed = speed(ctx, base_played, MAX_LIVE, done.train_tokens, done.train_s)
     exp.notes.append(f"warm start: {warm['rows']} SFT rows (the scripted demonstrator's speeches in "
                      f"{len(demos.records)} training debates; {warm['demo_valid_quotes']:.2f} valid quotes per "
@@ -219,15 +236,41 @@ def run_arm(ctx: Context, arm: Arm) -> Experiment:
     return exp
 
 
-def _accuracy_table(ctx: Context, exp: Experiment, size: dict[str, Any], arm: Arm, policies: dict[str, str]) -> None:
+def _controls(ctx: Context, exp: Experiment, size: dict[str, Any], arm: Arm, judges: Judges, measured: Measured,
+              loop: Any, demos: Played, warm: str, warm_alias: str, final: str) -> None:
+    """The extra-SFT, rejection-sampling SFT and Best-of-N arms (`debate_controls.py`), each paired
+    with the warm start and with the final DPO iteration under every judge."""
+    from sparring.learning.debate_behaviour import stage_behaviour
+    from sparring.learning.debate_controls import run_controls
+    from sparring.train.export import ExportFilters, sft_rows
+    from sparring.train.trainers import read_rows
+
+    its = loop.state["iterations"]
+    dpo_steps = sum(int(its[str(k)]["train"]["steps"]) for k in range(1, loop.config.iterations + 1))
+    stages = run_controls(ctx, exp, size, warm, warm_alias, sft_rows(demos.records, ExportFilters(agent="policy")),
+                          read_rows(its["1"]["export"]["path"]), dpo_steps,
+                          lambda a, n, b: evaluate(ctx, a, n, size, judges, measured, best_of=b), arm.runs)
+    by_stage = {s.name: s for s in exp.stages}
+    warm_stage = f"{arm.runs}-warm"
+    for name in stages.values():
+        by_stage[name].info["behaviour"] = stage_behaviour(measured.records[name])
+        for label in [judges.training_label, *(j.label for j in judges.held_out)]:
+            exp.paired[f"judge_prob {name} - {warm_stage} ({label})"] = paired(
+                measured.per[label][warm_stage], measured.per[label][name])
+            exp.paired[f"judge_prob {final} - {name} ({label})"] = paired(
+                measured.per[label][name], measured.per[label][final])
+
+
+def _accuracy_table(ctx: Context, exp: Experiment, size: dict[str, Any], arm: Arm, judges: Judges,
+                    policies: dict[str, str]) -> None:
     """The NYU table: judge accuracy by format, before (base, warm start) and after (final) training."""
-    table = {tag: judge_accuracy(ctx, alias, tag, size, arm.judges, arm.runs) for tag, alias in policies.items()}
+    table = {tag: judge_accuracy(ctx, alias, tag, size, judges, arm.runs) for tag, alias in policies.items()}
     for tag, rows in table.items():
         for fmt, row in rows.items():
             exp.stages.append(Stage(f"accuracy {tag} {fmt}", 0, row["metrics"], row["played"].walls("heldout"),
                                     seed=200, info={"format": fmt, "debaters": tag}))
     for fmt in FORMATS:
-        for label in ("training judge", *(j.label for j in arm.judges.held_out)):
+        for label in ("training judge", *(j.label for j in judges.held_out)):
             for before in ("base", "warm"):
                 exp.paired[f"p_correct {fmt} final - {before} ({label})"] = paired(
                     table[before][fmt]["per"][label], table["final"][fmt]["per"][label])
