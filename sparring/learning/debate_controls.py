@@ -25,7 +25,15 @@ from sparring.learning.results import Experiment, Stage
 
 # alias, stage name, best_of -> (metrics, per-instance training-judge value, the held-out run)
 Evaluate = Callable[[str, str, int], tuple[dict[str, Any], dict[str, float], Played]]
-SFT_LEARNING_RATE = 5e-4  # the warm start's own rate: the control continues it
+
+
+def demo_sft_settings(ctx: Context, size: dict[str, Any], steps: int, adapter: str | None = None) -> Any:
+    """The SFT settings of the debate warm start (LoRA r 8, lr 5e-4, batch 4); the SFT arms continue
+    the warm adapter with the same settings."""
+    from sparring.train.config import LoraSettings, TrainSettings
+
+    return TrainSettings(model=ctx.model, method="sft", adapter=adapter, learning_rate=5e-4, max_steps=steps,
+                         batch_size=4, max_length=size["max_length"], lora=LoraSettings(r=8, alpha=16))
 
 
 def chosen_rows(dpo_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -40,15 +48,11 @@ def run_controls(ctx: Context, exp: Experiment, size: dict[str, Any], warm: str,
                  best_of: int = 4) -> dict[str, str]:
     """Train and measure the three arms; a Stage each. Returns arm -> stage name (the keys of
     `evaluate`'s per-instance values), for the paired comparisons the caller draws."""
-    from sparring.train.config import LoraSettings, TrainSettings
     from sparring.train.trainers import train_sft
 
     def sft(rows: list[dict[str, Any]], steps: int, name: str) -> tuple[str, dict[str, Any], float]:
-        settings = TrainSettings(model=ctx.model, method="sft", adapter=warm, learning_rate=SFT_LEARNING_RATE,
-                                 max_steps=steps, batch_size=4, max_length=size["max_length"],
-                                 lora=LoraSettings(r=8, alpha=16), seed=0)
         t = time.perf_counter()
-        result = train_sft(rows, settings, ctx.out / "adapters" / name)
+        result = train_sft(rows, demo_sft_settings(ctx, size, steps, warm), ctx.out / "adapters" / name)
         return str(result.adapter), {"rows": result.rows, "steps": result.steps, "loss": result.loss}, \
             time.perf_counter() - t
 

@@ -107,7 +107,7 @@ DEBATE_DPO = Arm(
 def warm_start(ctx: Context, size: dict[str, Any], arm: Arm = DEBATE_DPO) -> tuple[str, dict[str, Any], Played]:
     """SFT on the scripted demonstrator's speeches in the training debates: the adapter, the
     training result's facts and the demonstration run."""
-    from sparring.train.config import LoraSettings, TrainSettings
+    from sparring.learning.debate_controls import demo_sft_settings
     from sparring.train.export import ExportFilters, sft_rows
     from sparring.train.trainers import train_sft
 
@@ -118,9 +118,7 @@ def warm_start(ctx: Context, size: dict[str, Any], arm: Arm = DEBATE_DPO) -> tup
                                      "flip": True},
                       "run": {"seed": 0, "max_live": MAX_LIVE}}, f"{arm.runs}-demonstrations")
     rows = sft_rows(demos.records, ExportFilters(agent="policy"))
-    settings = TrainSettings(model=ctx.model, method="sft", learning_rate=5e-4, max_steps=size["demo_steps"],
-                             batch_size=4, max_length=size["max_length"], lora=LoraSettings(r=8, alpha=16))
-    result = train_sft(rows, settings, ctx.out / "adapters" / f"{arm.runs}-warm")
+    result = train_sft(rows, demo_sft_settings(ctx, size, size["demo_steps"]), ctx.out / "adapters" / f"{arm.runs}-warm")
     quotes = [float(q.get("n_valid") or 0) for r in demos.records if r.outcome
               for q in (r.outcome.metrics.get("quote_stats") or {}).values()]
     return str(result.adapter), {"rows": result.rows, "steps": result.steps, "loss": result.loss,
