@@ -134,7 +134,9 @@ class GameHooks:
     scorable); a game whose outcomes carry `quality_score` needs none. `metrics`: headline
     metrics for loop reports and plots. `play`: the human play panel (None = not playable in the
     browser). `human_data`: human-data sources for SFT export. `tools`: the moves as typed tools
-    (a role without any gets one free-text tool).
+    (a role without any gets one free-text tool). `behaviour`: one player's behaviour numbers in one
+    episode from `Outcome.metrics` (debate: valid quotes per speech), for the training loop's greedy
+    check, where a trained policy's habits are read before its held-out games.
     """
 
     quality: Callable[[Metrics], float | None] | None = None
@@ -142,6 +144,7 @@ class GameHooks:
     play: PlayPanel | None = None
     human_data: tuple[HumanReplay, ...] = ()
     tools: tuple[MoveTool, ...] = ()
+    behaviour: Callable[[Metrics, str], dict[str, float | None]] | None = None
 
 
 def check_hooks(hooks: Any, where: str) -> list[str]:
@@ -151,6 +154,8 @@ def check_hooks(hooks: Any, where: str) -> list[str]:
     errors = []
     if hooks.quality is not None and not callable(hooks.quality):
         errors.append(f"{where}.hooks.quality must be a function of the outcome metrics")
+    if hooks.behaviour is not None and not callable(hooks.behaviour):
+        errors.append(f"{where}.hooks.behaviour must be a function of the outcome metrics and a player")
     for m in hooks.metrics:
         if not isinstance(m, Metric):
             errors.append(f"{where}.hooks.metrics: {m!r} is not a Metric")

@@ -16,7 +16,7 @@ from sparring.learning.results import Estimate, Experiment, Stage, paired
 
 # alias, stage name -> (metrics, per-instance primary value, the held-out run)
 Evaluate = Callable[[str, str], tuple[dict[str, Estimate], dict[str, float], Played]]
-LOOP_STAGES = ("play", "export", "train", "register")
+LOOP_STAGES = ("play", "export", "train", "register", "check")
 
 
 @dataclass
@@ -29,7 +29,8 @@ class Iterations:
 
 
 def drive(loop: Any, k: int) -> tuple[dict[str, float], dict[str, Any]]:
-    """Iteration k's play / export / train / register stages; (seconds per stage, their results)."""
+    """Iteration k's play / export / train / register / check stages (the check does nothing unless
+    the loop config asks for it); (seconds per stage, their results)."""
     walls: dict[str, float] = {}
     results: dict[str, Any] = {}
     for stage in LOOP_STAGES:
@@ -58,7 +59,8 @@ def run_iterations(ctx: Context, exp: Experiment, loop: Any, prefix: str, evalua
         metrics, per, played = evaluate(done.final, name)
         done.per[name] = per
         walls.update(played.walls("heldout"))
-        exp.stages.append(Stage(name, k, metrics, walls, info=info(results["export"], train)))
+        exp.stages.append(Stage(name, k, metrics, walls, info={**info(results["export"], train),
+                                                               **check_info(results["check"])}))
         exp.paired[f"{metric} {name} - base{suffix}"] = paired(base_per, per)
         exp.training_ids = sorted(training)
         exp.__post_init__()
@@ -67,6 +69,13 @@ def run_iterations(ctx: Context, exp: Experiment, loop: Any, prefix: str, evalua
         done.train_s += walls["train"]
         done.train_tokens += trained_tokens(ctx, read_rows(results["export"]["path"]), train["steps"], settings)
     return done
+
+
+def check_info(check: dict[str, Any] | None) -> dict[str, Any]:
+    """The loop's greedy check on training prompts as stage info: each measure before and after
+    this iteration's training, and the paired difference with its interval."""
+    return {f"check/{name}": [d["before"], d["after"], d["diff"], d["ci_low"], d["ci_high"]]
+            for name, d in ((check or {}).get("diff") or {}).items()}
 
 
 def trained_tokens(ctx: Context, rows: list[dict[str, Any]], steps: int, settings: Any) -> float:

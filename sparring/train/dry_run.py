@@ -111,6 +111,8 @@ def loop_plan(config: Any, file: str) -> dict[str, Any]:
         loop.dir = tmp  # the nested configs point at the temporary models file
         play = _experiment_plan(loop.play_experiment(1), tmp, "play")
         evaluation = _experiment_plan(loop.eval_experiment(config.iterations), tmp, "eval")
+        if config.check is not None:
+            plan["check"] = _experiment_plan(loop.check_experiment(1), tmp, "check")
     e, t = config.export, config.train
     if config.method == "dpo":
         rows_bound = e.max_pairs
@@ -151,6 +153,9 @@ def print_loop_plan(console: Console, plan: dict[str, Any]) -> None:
     table.add_row("export", str(plan["rows"]))
     table.add_row("train", f"{plan['steps']} step(s); {plan['train']}")
     table.add_row("register", f"{plan['alias']}@K in {plan['output_dir']}/models.yaml")
+    if check := plan.get("check"):
+        table.add_row("check", f"{check['schedule']['episodes']} greedy game(s) of the new and of the previous policy "
+                      f"on {check['instances']} training instance(s)")
     table.add_row("evaluate", f"{ev['schedule']['episodes']} game(s) on {ev['instances']} held-out instance(s) "
                   f"({ev['dataset']}); {', '.join(ev['schedule']['matchups'])} (last iteration)")
     console.print(table)

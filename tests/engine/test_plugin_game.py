@@ -74,7 +74,7 @@ def test_a_plugin_game_is_scored_played_exported_and_reported_with_no_edit_to_sp
     # a real training loop: every stage ran, the plug-in's metric (from its hooks) per model in the
     # evaluation (coin@1 and the base each play alone), with its Wilson interval, in the report
     it = out["loop_state"]["iterations"]["1"]
-    assert it["done"] == ["play", "export", "train", "register", "evaluate"]
+    assert it["done"] == ["play", "export", "train", "register", "check", "evaluate"]
     assert it["export"]["rows"] > 0 and it["train"]["steps"] == 1 and it["register"]["alias"] == "coin@1"
     games = it["evaluate"]["games"]
     assert set(games) == {"coin@1", "base"} and all(g["episodes"] == 2 for g in games.values())

@@ -176,7 +176,7 @@ def test_a_new_user_with_a_hub_model_plays_exports_trains_and_loops_then_works_o
 
     loop_dir = tmp_path / "runs" / "hub-dpo"
     state = json.loads((loop_dir / "state.json").read_text())
-    assert state["iterations"]["1"]["done"] == ["play", "export", "train", "register", "evaluate"]
+    assert state["iterations"]["1"]["done"] == ["play", "export", "train", "register", "check", "evaluate"]
     scalars = tensorboard_scalars(loop_dir)
     assert any(t.startswith("heldout/win_rate_vs_") for t in scalars), scalars  # the loop's own numbers
     assert any("rewards" in t for t in scalars), scalars  # TRL's DPO curves

@@ -251,7 +251,7 @@ def test_a_dpo_iteration_on_two_processes_plays_once_writes_once_and_trains_what
     assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
     state = json.loads((tmp_path / "two" / "state.json").read_text())
     it = state["iterations"]["1"]
-    assert it["done"] == ["play", "export", "train", "register", "evaluate"]
+    assert it["done"] == ["play", "export", "train", "register", "check", "evaluate"]
     assert it["export"]["pairs"] == 4 and it["train"]["steps"] == 1 and math.isfinite(it["train"]["loss"])
 
     # Only the main process wrote in the loop directory (state, runs, rows, adapter, models); the

@@ -59,6 +59,13 @@ def test_loop_dry_run_prints_iterations_games_rows_and_steps(no_weights, capsys)
     assert "16 game(s) on 4 held-out instance(s)" in out
 
 
+def test_the_greedy_check_is_validated_and_planned(no_weights, capsys):
+    """debate-dpo's `check:` plays its first 4 training questions (both sides: 8 debates), greedily."""
+    assert cli("train", "loop", "debate-dpo", "--dry-run") == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "8 greedy game(s) of the new and of the previous policy" in out and "4" in out.split("greedy game(s)")[1]
+
+
 def test_a_broken_nested_experiment_fails_the_dry_run(tmp_path, no_weights, capsys):
     data = yaml.safe_load((ROOT / "configs" / "train" / "selfplay-sft-quickstart.yaml").read_text())
     data["selfplay"]["agents"]["policy"]["sampling"]["temprature"] = 0.5

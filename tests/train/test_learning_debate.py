@@ -56,6 +56,8 @@ def test_the_contrast_arm_pairs_each_best_speech_with_its_worst_sibling_and_trai
     assert cfg.train.dpo.loss_type == ["sigmoid", "sft"] and cfg.train.dpo.loss_weights == [1.0, 1.0]
     assert cfg.train.learning_rate == 1e-4 and cfg.pair_fit
     assert arm.controls and arm.model_judge and arm.accuracy_table
+    # the greedy check on training prompts before the held-out debates (8 questions at full size)
+    assert cfg.check is not None and cfg.check.instances == (8 if size == "full" else 1)
     if size == "full":
         assert arm.sizes[size]["demo_steps"] == -1 and arm.sizes[size]["heldout"] * 4 == 96
 

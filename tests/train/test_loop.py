@@ -56,7 +56,7 @@ def test_two_iterations_with_a_crash_between_stages_and_the_resume(loop_file, mo
     with pytest.raises(RuntimeError, match="killed"):
         Loop(config, file).run()
     state = json.loads((tmp_path / "loop" / "state.json").read_text())
-    assert state["iterations"]["1"]["done"] == ["play", "export", "train", "register", "evaluate"]
+    assert state["iterations"]["1"]["done"] == ["play", "export", "train", "register", "check", "evaluate"]
     assert state["iterations"]["2"]["done"] == ["play", "export"]
 
     report = Loop(config, file).run()  # the rerun: continues at iteration 2's train stage
@@ -64,7 +64,7 @@ def test_two_iterations_with_a_crash_between_stages_and_the_resume(loop_file, mo
     state = json.loads((tmp_path / "loop" / "state.json").read_text())
     for k in ("1", "2"):
         it = state["iterations"][k]
-        assert it["done"] == ["play", "export", "train", "register", "evaluate"]
+        assert it["done"] == ["play", "export", "train", "register", "check", "evaluate"]
         assert it["export"]["pairs"] > 0 and it["train"]["steps"] == 1
         assert "base" in it["evaluate"]["vs"]
     assert "tiny-dpo@1" in state["iterations"]["2"]["evaluate"]["vs"]  # @2 also plays @1
@@ -89,13 +89,14 @@ def test_branched_selfplay_gives_the_pairs(loop_file, tmp_path):
     data["selfplay"]["branch"] = {"target": "policy", "k": 4}
     data["selfplay"]["dataset"]["limit"] = 3
     data["export"] = {"rejected": "worst", "held_back": 0.3, "seed": 1}
+    data["check"] = {"instances": 2}
     loop_file.write_text(yaml.safe_dump(data))
     config, file = load_loop(str(loop_file))
     console = Console(record=True, width=400)
     Loop(config, file, console=console).run()
     state = json.loads((tmp_path / "loop" / "state.json").read_text())
     it = state["iterations"]["1"]
-    assert it["done"] == ["play", "export", "train", "register", "evaluate"]
+    assert it["done"] == ["play", "export", "train", "register", "check", "evaluate"]
     rows = [json.loads(line) for line in open(it["export"]["path"])]
     held = [json.loads(line) for line in open(it["export"]["heldback_path"])]
     assert rows and held and len(held) == it["export"]["heldback"] and it["export"]["pairs"] == len(rows)
@@ -113,6 +114,20 @@ def test_branched_selfplay_gives_the_pairs(loop_file, tmp_path):
         for side in ("chosen", "rejected"):
             assert figures[f"{side}_logratio"] == pytest.approx(
                 figures[f"{side}_logratio_shared"] + figures[f"{side}_logratio_differing"], abs=1e-4)
+    # the greedy check on training prompts: the warm policy (@0) and @1 on the first 2 training
+    # questions, unbranched, the policy greedy; its reward and quoting paired per question
+    check = it["check"]
+    for side, alias in (("before", "tiny-dpo@0"), ("after", "tiny-dpo@1")):
+        played = check[side]
+        assert played["games"] == 2 and set(played["per_instance"]["reward"]) == set(it["export"]["instances"][:2])
+        assert {"reward", "valid_quotes", "quotes", "words"} <= set(played["means"])
+        cfg = yaml.safe_load(open(tmp_path / "loop" / "configs" / f"check-{side == 'after' and 1 or 0}.yaml"))
+        policy = cfg["agents"]["policy"]
+        assert policy["model"] == alias and policy["sampling"]["temperature"] == 0.0 and "branch" not in cfg
+        assert cfg["dataset"]["limit"] == 2
+    assert check["diff"]["reward"]["n"] == 2 and set(check["diff"]) == set(check["after"]["means"])
     out = console.export_text()
+    assert "iteration 1 check (greedy, 2 games on training prompts): reward" in out and "valid_quotes" in out
+    assert "## Greedy check on training prompts" in (tmp_path / "loop" / "report.md").read_text()
     assert "iteration 1 pairs:" in out and "near-identical" in out
     assert "iteration 1 fit, trained pairs:" in out and "iteration 1 fit, held back pairs:" in out

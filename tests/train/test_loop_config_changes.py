@@ -156,4 +156,4 @@ def test_a_training_stage_cut_by_the_time_limit_is_not_marked_done(tmp_path, stu
     complete[0] = True
     Loop(config, file).run()
     state = json.loads((tmp_path / "loop" / "state.json").read_text())
-    assert state["iterations"]["1"]["done"] == ["play", "export", "train", "register", "evaluate"]
+    assert state["iterations"]["1"]["done"] == ["play", "export", "train", "register", "check", "evaluate"]

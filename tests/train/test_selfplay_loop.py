@@ -57,7 +57,7 @@ def test_selfplay_sft_two_iterations_resume_and_held_out_scenarios(tmp_path, mon
     train_ids = set()
     for k in ("1", "2"):
         it = state["iterations"][k]
-        assert it["done"] == ["play", "export", "train", "register", "evaluate"]
+        assert it["done"] == ["play", "export", "train", "register", "check", "evaluate"]
         rows = [json.loads(line) for line in open(it["export"]["path"])]
         assert rows and all(r["meta"]["agent"] == "policy" for r in rows)
         train_ids |= {r["meta"]["instance_id"] for r in rows}

@@ -38,6 +38,16 @@ def judge_hit(m: Metrics) -> float | None:
     return None if p is None else hit(float(p))
 
 
+def behaviour(m: Metrics, player: str) -> dict[str, float | None]:
+    """A debater's quoting in one debate: valid quotes and quotes per speech, words per speech."""
+    words = (m.get("speech_words") or {}).get(player) or []
+    stats = (m.get("quote_stats") or {}).get(player) or {}
+    if not words:
+        return {}
+    return {"valid_quotes": float(stats.get("n_valid") or 0) / len(words),
+            "quotes": float(stats.get("n_quotes") or 0) / len(words), "words": sum(words) / len(words)}
+
+
 METRICS = (
     Metric("judge_accuracy", "higher", "wilson", "the judge's verdict picks the correct answer (a 50/50 "
            "verdict counts half)", value=judge_hit),
@@ -79,6 +89,7 @@ def replay_nyu(path: Path, split: str, limit: int | None, rounds: int) -> Replay
 HOOKS = GameHooks(
     quality=quality,
     metrics=METRICS,
+    behaviour=behaviour,
     play=PlayPanel(roles=("judge", "debater"), rules_first=True,
                    hints={"speech": "quote the story as <quote>exact words</quote>"}),
     human_data=(HumanReplay("nyu", "debater", replay_nyu, "NYU human debates (readable JSONL)"),),

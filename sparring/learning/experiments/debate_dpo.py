@@ -85,6 +85,7 @@ class Arm:
     export: dict[str, Any] = field(default_factory=dict)  # ExportSettings beside target/min_gap/max_pairs
     controls: bool = False         # the extra-SFT, rejection-sampling SFT and Best-of-4 arms (debate_controls.py)
     model_judge: bool = False      # the base model itself as one more held-out judge (reads no story)
+    check: bool = False            # the loop's greedy check on `size["check"]` training questions (loop/check.py)
     description: str = ""
     target: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -142,6 +143,7 @@ def loop_config(ctx: Context, size: dict[str, Any], warm: str, arm: Arm = DEBATE
         "name": arm.name, "alias": "debater", "method": "dpo", "iterations": size["iterations"],
         "output_dir": str(ctx.out / "loops" / arm.name), "models_file": str(ctx.models_file),
         "policy_agent": "policy", "warm_start": {"adapter": warm}, "pair_fit": arm.measure_fit,
+        "check": {"instances": size["check"]} if arm.check else None,
         "selfplay": {"game": "debate", "game_args": GAME,
                      "dataset": dataset("train", size["train"]),
                      "agents": agents, "tournament": tournament,

@@ -12,6 +12,9 @@ evidence judge trains) with what its run and the pre-check taught
 - the warm start trained to one full epoch of the demonstrations;
 - controls: the warm start with as many more SFT steps as DPO took, SFT on the chosen speeches of
   iteration 1's pairs, and Best-of-4 under the training judge (`debate_controls.py`);
+- the loop's greedy check (`check`): before the held-out debates, the new and the previous policy
+  debate 8 training questions greedily (32 debates each): valid quotes per speech and the training
+  judge's reward, paired per question (the partial run fitted its pairs while greedy quoting fell);
 - judges it never trained on: the quote and proof judges and the base model itself reading the
   transcript without the story (as NYU's judge does); the judge-accuracy table by format.
 """
@@ -29,12 +32,12 @@ from sparring.learning.results import Experiment
 SIZES: dict[str, dict[str, Any]] = {
     # quick: the tiny random model never quotes, so every sibling scores alike: keep every pair (min_gap 0)
     "quick": {"train": 2, "heldout": 2, "iterations": 2, "tokens": 16, "max_pairs": 4, "max_length": 1024,
-              "min_gap": 0.0, "max_steps": 1, "demo_steps": 1, "accuracy": 2},
+              "min_gap": 0.0, "max_steps": 1, "demo_steps": 1, "accuracy": 2, "check": 1},
     # full: the pre-check's 24 training questions (96 branched debates, k = 4: 52 pairs there), one
     # epoch of the 96 demonstrations for the warm start; 24 held-out questions = 96 debates per
     # stage; the judge-accuracy table on 12 of them (both sides: 24 games per format and policy)
     "full": {"train": 24, "heldout": 24, "iterations": 2, "tokens": 48, "max_pairs": 64, "max_length": 1024,
-             "min_gap": 0.1, "max_steps": -1, "demo_steps": -1, "accuracy": 12},
+             "min_gap": 0.1, "max_steps": -1, "demo_steps": -1, "accuracy": 12, "check": 8},
 }
 ARM = Arm(
     name="debate-dpo-contrast", runs="debate-contrast", judges=JUDGES, sizes=SIZES,
@@ -42,7 +45,7 @@ ARM = Arm(
     train={"learning_rate": 1e-4, "epochs": 1, "batch_size": 4},
     opponent=True, accuracy_table=True, measure_fit=True, k=4,
     export={"rejected": "worst", "max_similarity": 0.9, "held_back": 0.2, "seed": 0},
-    controls=True, model_judge=True,
+    controls=True, model_judge=True, check=True,
     description="Debate: SFT warm start (one epoch) on a scripted demonstrator's quoting speeches, then iterative "
                 "RPO against the scripted evidence judge from branched debates of the policy against the base "
                 "model (k = 4, best vs lowest sibling, gap >= 0.1, near copies dropped, 20% held back), against an "

@@ -70,6 +70,13 @@ class EvalSettings(Strict):
         "the training judge shows as such")
 
 
+class CheckSettings(Strict):
+    """The greedy check on training prompts after each training (`loop/check.py`)."""
+
+    instances: int = Field(8, ge=1, description="the first N training instances of `selfplay`, played once each "
+                           "(with its flips and matchups) by the new policy and by the one it started from, greedily")
+
+
 class LoopConfig(Strict):
     name: str = ""
     description: str = ""
@@ -86,6 +93,10 @@ class LoopConfig(Strict):
     export: ExportSettings = Field(default_factory=ExportSettings)
     pair_fit: bool = Field(True, description="DPO: after each training, the trained adapter against its "
                            "reference on the pairs, token by token (shared / differing tokens), printed and saved (LoRA only)")
+    check: CheckSettings | None = Field(None, description="after each training, before the held-out games: "
+                                        "the new and the previous policy play training prompts greedily; their "
+                                        "reward and the game's behaviour measures (e.g. debate: valid quotes per "
+                                        "speech) compared, printed and saved. {} for the defaults")
     train: TrainSettings = Field(default_factory=TrainSettings)
     evaluation: EvalSettings
 

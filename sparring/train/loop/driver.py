@@ -292,6 +292,31 @@ class Loop:
         tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
         os.replace(tmp, self.models_file)
 
+    def check_experiment(self, j: int) -> dict[str, Any]:
+        """The experiment config of the greedy check's games of ALIAS@j (`loop/check.py`)."""
+        from sparring.train.loop.check import check_plan
+
+        return self._experiment(check_plan(self.config, f"{self.config.alias}@{j}"), f"{self.config.name}-check-{j}")
+
+    def check(self, k: int) -> dict[str, Any] | None:
+        """The greedy check on training prompts (`check:`, `loop/check.py`): ALIAS@k and ALIAS@k−1
+        (its result reused from iteration k−1) play them; paired differences printed and kept."""
+        if self.config.check is None:
+            return None
+        from sparring.train.loop.check import check_line, check_summary, compare
+
+        game = str(self.config.selfplay["game"])
+
+        def played(j: int) -> dict[str, Any]:
+            return check_summary(self._run(self.check_experiment(j), f"check-{j}"), self.config.policy_agent, game)
+
+        earlier = (self._it(k - 1).get("check") or {}).get("after") if k > 1 else None
+        before = earlier or played(k - 1)
+        after = played(k)
+        diffs = compare(before, after)
+        self.console.print(check_line(k, after["games"], diffs))
+        return {"before": before, "after": after, "diff": diffs}
+
     def eval_experiment(self, k: int, judge: str | None = None) -> dict[str, Any]:
         """The experiment config of iteration k's held-out cross-play (`judge`: one of
         `evaluation.heldout_judges` in place of the training judges)."""
@@ -310,7 +335,7 @@ class Loop:
 
     # -- the loop ------------------------------------------------------------------------------
     def run(self, restart_from: str | None = None) -> Path:
-        """Play, export, train, register, evaluate each iteration, skipping finished stages.
+        """Play, export, train, register, check, evaluate each iteration, skipping finished stages.
         `restart_from` ("warm", "K:STAGE" or "K"): discard that stage and every later one first."""
         def prepare() -> None:
             self.dir.mkdir(parents=True, exist_ok=True)
@@ -348,6 +373,9 @@ class Loop:
     def _outputs(self, k: int, stage: str) -> list[Path]:
         return {"play": [self.dir / "runs" / f"play-{k}", self.dir / "configs" / f"play-{k}.yaml"],
                 "export": [self.dir / f"iter-{k}" / "data"], "train": [self.dir / f"iter-{k}" / "adapter"],
+                "check": [self.dir / "runs" / f"check-{k}", self.dir / "configs" / f"check-{k}.yaml",
+                          *([self.dir / "runs" / f"check-{k - 1}", self.dir / "configs" / f"check-{k - 1}.yaml"]
+                            if k == 1 else [])],
                 "evaluate": [self.dir / "runs" / f"eval-{k}", self.dir / "configs" / f"eval-{k}.yaml",
                      *[self.dir / d / f"eval-{k}-{j}{x}" for j in self.config.evaluation.heldout_judges
                        for d, x in (("runs", ""), ("configs", ".yaml"))]]

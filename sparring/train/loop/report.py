@@ -38,6 +38,7 @@ def loop_report(out_dir: Path, config: Any, state: dict[str, Any]) -> Path:
     games = _game_rows(config, state)
     preference = preference_rows(out_dir, config, state)
     heldout = heldout_judge_rows(config, state)
+    check = check_rows(config, state)
     text = "\n".join([
         f"# {'Iterative DPO' if config.method == 'dpo' else 'Self-play SFT'}: {config.name}", "",
         f"Base model `{config.train.model}`; adapters registered as `{config.alias}@k` in `{out_dir / 'models.yaml'}`.",
@@ -47,6 +48,7 @@ def loop_report(out_dir: Path, config: Any, state: dict[str, Any]) -> Path:
         *([f"![win rate per iteration]({plot.name})", ""] if plot else []),
         *heldout,
         *preference,
+        *check,
         *games,
         "Win rates count the new policy's games against each model on the held-out evaluation instances (both "
         "seatings with `evaluation.flip`; a debate judged by the configured judge); a tie counts half. "
@@ -73,6 +75,24 @@ def heldout_judge_rows(config: Any, state: dict[str, Any]) -> list[str]:
             "|---|" + "---|" * (2 * (len(judges) + 1)), *lines, "",
             "A gain that shows under the training judge but not under a held-out judge is what the training judge "
             "rewards, not necessarily a better debater (judge hacking).", ""]
+
+
+def check_rows(config: Any, state: dict[str, Any]) -> list[str]:
+    """The greedy check on training prompts (`check:`): each measure before → after per iteration."""
+    lines = []
+    for k in range(1, config.iterations + 1):
+        check = (state["iterations"].get(str(k)) or {}).get("check") or {}
+        for name, d in (check.get("diff") or {}).items():
+            lines.append(f"| {k} | {name} | {fmt_num(d['before'])} | {fmt_num(d['after'])} | "
+                         f"{d['diff']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}] | {d['n']} |")
+    if not lines:
+        return []
+    return ["## Greedy check on training prompts (before the held-out games)", "",
+            "| iteration | measure | previous policy | new policy | paired difference [95% CI] | instances |",
+            "|---|---|---|---|---|---|", *lines, "",
+            "Both policies play the first training instances greedily against the same partners and judges; a "
+            "fitted pair set whose greedy behaviour falls here (e.g. fewer valid quotes) will not hold on held-out "
+            "games either.", ""]
 
 
 PREFERENCE_COLUMNS = (("loss", "loss"), ("soft/floor", "floor (entropy of p)"),
@@ -222,5 +242,7 @@ def iteration_metrics(it: dict[str, Any]) -> dict[str, float]:
         out[f"pairs/{key}"] = ex.get(key)
     for name, value in (tr.get("metrics") or {}).items():
         out[f"train/{name}"] = value
+    for name, d in ((it.get("check") or {}).get("diff") or {}).items():
+        out[f"check/{name}"], out[f"check/{name}_diff"] = d.get("after"), d.get("diff")
     return {k.replace(" ", "_"): float(v) for k, v in out.items()
             if isinstance(v, int | float) and not isinstance(v, bool)}

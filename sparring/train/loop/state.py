@@ -1,6 +1,6 @@
 """A training loop's `state.json`: which stages finished, and the config each stage ran with.
 
-Every stage (`warm`, `K:play`, `K:export`, `K:train`, `K:register`, `K:evaluate`) records, when it
+Every stage (`warm`, `K:play`, `K:export`, `K:train`, `K:register`, `K:check`, `K:evaluate`) records, when it
 starts, the keys of the loop config it depends on (`STAGE_KEYS`) and their hash. A rerun compares
 them with the current config before doing anything: an edited config never silently continues a
 run made with the old one. The user undoes the edit, or restarts from a stage on purpose
@@ -20,7 +20,7 @@ from sparring.errors import SparringError
 from sparring.train.fingerprint import ConfigChanged, describe_changes, fingerprint, pick
 from sparring.train.loop.config import LoopConfig
 
-STAGES = ("play", "export", "train", "register", "evaluate")
+STAGES = ("play", "export", "train", "register", "check", "evaluate")
 # What each stage's result depends on (dotted keys of the loop config). `iterations`, `name`,
 # `description` and `output_dir` are absent on purpose: raising `iterations` continues a run.
 STAGE_KEYS: dict[str, tuple[str, ...]] = {
@@ -29,12 +29,13 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
     "export": ("method", "policy_agent", "export"),
     "train": ("method", "train", "export.cumulative"),
     "register": ("alias", "models_file", "train.model"),
+    "check": ("check", "selfplay", "policy_agent", "alias", "models_file"),
     "evaluate": ("evaluation", "selfplay", "policy_agent", "alias", "models_file", "method", "warm_start"),
 }
 RESUMABLE_TRAIN_KEYS = ("max_minutes", "logging_steps", "save_steps", "save_total_limit", "report_to", "run_name")
 RESTART_HELP = ("Discard this stage and every later one (outputs are moved to discarded/), then run: "
                 "'warm', 'K' (iteration K from its play stage) or 'K:STAGE' (STAGE: play, export, train, "
-                "register, evaluate).")
+                "register, check, evaluate).")
 
 
 def parse_stage(text: str) -> tuple[int, str]:
