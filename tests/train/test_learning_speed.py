@@ -102,6 +102,9 @@ class FakeLoop:
             adapter = self.root / f"adapter-{k}"
             adapter.mkdir(exist_ok=True)
             self.state["iterations"][str(k)] = {"train": {"adapter": str(adapter), "rows": 1, "steps": 1, "loss": 0.5}}
+        if stage == "check":  # the greedy check: none asked in iteration 1, a reading in iteration 2
+            return None if k == 1 else {"diff": {"reward": {"before": 0.4, "after": 0.6, "diff": 0.2, "ci_low": 0.1,
+                                                            "ci_high": 0.3, "n": 2}}}
         return {}
 
 
@@ -119,11 +122,13 @@ def test_run_iterations_times_every_stage_registers_evaluates_and_checks_disjoin
     loop = FakeLoop(tmp_path, [["t1"], ["t2"]])
     done = run_iterations(ctx, exp, loop, "it", evaluate, {"h1": 0.0, "h2": 1.0}, "score",
                           lambda export, train: {"pairs": export["pairs"], "loss": train["loss"]}, suffix=" (j)")
-    assert loop.ran == [f"{k}:{s}" for k in (1, 2) for s in ("play", "export", "train", "register")]
+    assert loop.ran == [f"{k}:{s}" for k in (1, 2) for s in ("play", "export", "train", "register", "check")]
     assert evaluated == [("tiny@it-1", "it-1"), ("tiny@it-2", "it-2")] and done.final == "tiny@it-2"
     assert set(ctx.adapters) == {"tiny@it-1", "tiny@it-2"}
-    assert [s.name for s in exp.stages] == ["it-1", "it-2"] and exp.stages[1].info == {"pairs": 1, "loss": 0.5}
-    assert set(exp.stages[0].wall_s) == {"play", "export", "train", "register", "load_heldout", "play_heldout"}
+    assert [s.name for s in exp.stages] == ["it-1", "it-2"] and exp.stages[0].info == {"pairs": 1, "loss": 0.5}
+    assert exp.stages[1].info == {"pairs": 1, "loss": 0.5, "check/reward": [0.4, 0.6, 0.2, 0.1, 0.3]}
+    assert set(exp.stages[0].wall_s) == {"play", "export", "train", "register", "check", "load_heldout",
+                                         "play_heldout"}
     assert exp.training_ids == ["t1", "t2"] and exp.paired["score it-2 - base (j)"]["mean_diff"] == pytest.approx(0.25)
     assert done.train_tokens > 0 and done.train_s == pytest.approx(sum(w["train"] for w in done.walls))
     with pytest.raises(SparringError, match="disjoint"):  # a held-out scenario trained on is refused
