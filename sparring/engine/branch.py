@@ -81,7 +81,7 @@ class BranchDriver(EpisodeDriver):
         """Ask the agent `k` times (one batch); return one child driver per alternative."""
         agent = self.seat_agents[player]
         spec = self.game.action_spec(self.state, player)
-        observation = self.game.observation(self.state, player)
+        observation = self.game.observe(self.state, player)
         ctxs = [TurnContext(player=player, role=self.roles[player], observation=observation, spec=spec,
                             seed=self.rng.getrandbits(64), episode_id=self.id, instance_id=self.job.instance_id,
                             flip=self.job.flip, turn=self.turns.get((player, spec.tag), 0),

@@ -116,6 +116,10 @@ class ExperimentConfig(Strict):
     tournament: TournamentConfig = Field(default_factory=TournamentConfig, description="who plays whom")
     run: RunConfig = Field(default_factory=RunConfig, description="seed, batch width, output, workers")
     branch: BranchConfig | None = Field(None, description="branched rollouts for DPO pairs")
+    view: Literal["conversation", "rendered"] | None = Field(
+        None, description="what a player is shown each turn: conversation = a chat that only grows (each new "
+        "event appended; a player's turns extend one another, so training reads the game once), for games that "
+        "offer it (textarena); rendered = the game's own observation, re-rendered every turn. Default: rendered")
 
 
 # Keys that may differ between runs of the same experiment (shards, resumes, merges).

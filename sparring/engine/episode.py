@@ -16,10 +16,10 @@ from pydantic import ConfigDict, Field
 
 from sparring.agents.base import Agent, AgentGen, TurnContext, gather, unwrap
 from sparring.engine.lookahead import GameLookahead
-from sparring.errors import EpisodeAbandoned, EpisodeAbort
+from sparring.errors import EpisodeAbandoned, EpisodeAbort, SparringError
 from sparring.gameapi.game import Action, Game, Instance, Outcome, Seat
 from sparring.records.record import CallRecord, EpisodeRecord, SeatRecord, episode_id
-from sparring.types import GenerateRequest, Strict, new
+from sparring.types import GenerateRequest, Message, Strict, new
 
 MAX_REJECTIONS = 50  # engine-level guard if a game keeps rejecting without ever aborting
 
@@ -76,6 +76,7 @@ class EpisodeDriver:
         self.calls: list[CallRecord] = []
         self.turns: dict[tuple[str, str], int] = {}
         self.moves = 0  # actions submitted to the game so far (the `turn` of each call record)
+        self.seen: dict[str, list[Message]] = {}  # conversation view: what each player was last shown
         self.state: Any = None
 
     # -- recording --------------------------------------------------------------------------
@@ -160,8 +161,10 @@ class EpisodeDriver:
             spec = self.game.action_spec(self.state, player)
             key = (player, spec.tag)
             private = self.game.request_labels(self.state, player)  # e.g. an expert's next action
-            ctx = TurnContext(player=player, role=self.roles[player],
-                              observation=self.game.observation(self.state, player), spec=spec,
+            observation = self.game.observe(self.state, player)
+            if self.game.view == "conversation":
+                self._check_grows(player, observation)
+            ctx = TurnContext(player=player, role=self.roles[player], observation=observation, spec=spec,
                               seed=self.rng.getrandbits(64), episode_id=self.id,
                               instance_id=self.job.instance_id, flip=self.job.flip,
                               turn=self.turns.get(key, 0),
@@ -193,6 +196,22 @@ class EpisodeDriver:
                 self.turns[key] = self.turns.get(key, 0) + 1
                 return
         raise EpisodeAbort(f"{player}: {MAX_REJECTIONS} rejected actions in a row")
+
+    def _check_grows(self, player: str, observation: list[Message]) -> None:
+        """A conversation view may only grow: what `player` was shown before must be the start of
+        what it is shown now, message for message (else its calls would not extend one another and
+        a trained token would not be what the model saw). A game that breaks this fails the episode
+        with the game, the player, the move and the message named."""
+        before = self.seen.get(player) or []
+        if observation[: len(before)] != before:
+            i = next((i for i, (a, b) in enumerate(zip(before, observation, strict=False)) if a != b), len(observation))
+            was, now = before[i], observation[i] if i < len(observation) else None
+            raise SparringError(
+                f"game {self.game.name!r} offers a conversation view, but at move {self.moves} it rewrote message {i} "
+                f"of {player}'s conversation ({was.role}: {was.content[:80]!r} -> "
+                + (f"{now.role}: {now.content[:80]!r}" if now is not None else "removed")
+                + "); a conversation may only grow")
+        self.seen[player] = list(observation)
 
     def _lookahead(self, player: str) -> GameLookahead:
         return GameLookahead(self.game, self.state, player, self.seat_agents, self.roles, self.rng,

@@ -183,6 +183,10 @@ def resolve(cfg: ExperimentConfig, path: Path | str, specs: dict[str, ModelSpec]
         roles = dict(game.players())
     except SparringError as e:
         raise err(str(e), "game_args") from None
+    if cfg.view == "conversation" and not game_cls.offers_conversation():
+        raise err(f"game {cfg.game!r} offers no conversation view (it re-renders what a player sees every "
+                  "turn); use `view: rendered` or leave `view` out", "view")
+    game.view = cfg.view or "rendered"
 
     updates: dict[str, Any] = {}
     if cfg.models_file:

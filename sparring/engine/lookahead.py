@@ -43,7 +43,7 @@ class GameLookahead:
             return [state]
         opp = nxt[0]
         spec = self.game.action_spec(state, opp)
-        ctx = self._ctx(opp, self.game.observation(state, opp), spec, "best_of_n_opponent")
+        ctx = self._ctx(opp, self.game.observe(state, opp), spec, "best_of_n_opponent")
         comps = yield from self.agents[opp].generate(ctx, ctx.observation, tag="bon_opponent", n=n,
                                                      prefix=spec.assistant_prefix)
         out = []

@@ -143,6 +143,10 @@ class Outcome(Strict):
 
 S = TypeVar("S")
 InstT = TypeVar("InstT", bound=Instance)
+# How a player's prompt is built each turn: "rendered" = the game's `observation` (it may re-render
+# the whole game every turn); "conversation" = its `conversation`, a chat that only grows, so a
+# player's calls extend one another and a trainer reads the game once (issue #59).
+View = Literal["conversation", "rendered"]
 
 
 class Game(ABC, Generic[InstT, S]):
@@ -161,6 +165,9 @@ class Game(ABC, Generic[InstT, S]):
     ranking: ClassVar[Literal["reward", "none"]] = "reward"
     # What the layers above know of this game (quality, metrics, play panel, human data).
     hooks: ClassVar[GameHooks] = GameHooks()
+
+    # The view the engine asks for (`observe`): set from the experiment's `view:` when it is loaded.
+    view: View = "rendered"
 
     def __init__(self, config: Strict | None = None):
         self.config = config if config is not None else self.Config()
@@ -197,6 +204,21 @@ class Game(ABC, Generic[InstT, S]):
     @abstractmethod
     def events(self, state: S) -> list[Event]:
         """Every event so far, with visibility, for the episode record."""
+
+    def conversation(self, state: S, player: str) -> list[Message]:
+        """Optional: what `player` may see as a conversation that only grows — each new event (a
+        move, a partner's message, a new board or offer) appended as new messages, the player's own
+        replies as assistant messages exactly as it wrote them, nothing shown earlier rewritten.
+        The engine checks the growth every turn. A game that offers it overrides this method."""
+        raise NotImplementedError(f"game {self.name!r} offers no conversation view")
+
+    @classmethod
+    def offers_conversation(cls) -> bool:
+        return cls.conversation is not Game.conversation
+
+    def observe(self, state: S, player: str) -> list[Message]:
+        """`player`'s prompt messages in the configured view (what the engine calls)."""
+        return self.conversation(state, player) if self.view == "conversation" else self.observation(state, player)
 
     def prompt_files(self) -> list[str]:
         """The game's own prompt files: `prompts/*.yaml` beside the module that defines it, so a

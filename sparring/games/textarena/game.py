@@ -87,6 +87,8 @@ class TextArenaState:
     info: dict[str, Any] = field(default_factory=dict)
     capped: bool = False
     random_state: Any = None  # this episode's (python, numpy) global generator states, between calls
+    # per player, each turn it took: (the observation it was shown, its reply), for the conversation view
+    history: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
 
 @contextmanager
@@ -170,9 +172,32 @@ class TextArenaGame(Game[TextArenaInstance, TextArenaState]):
         return [Message(role="system", content=state.prompts[player].render("system", 0, **variables)),
                 Message(role="user", content=state.prompts[player].render("observation", 0, **variables))]
 
+    def conversation(self, state: TextArenaState, player: str) -> list[Message]:
+        """The same game as a chat that only grows: the system prompt, then per turn the part of
+        TextArena's observation that is new since the player's last turn (its LLM observation
+        wrapper only ever appends) and the player's reply as it wrote it; the pending observation's
+        new part last, when the player is to move."""
+        pid = next(i for i, p in state.seat_of.items() if p == player)
+        variables = {"env_id": state.env_id, "player": f"Player {pid}"}
+        prompts = state.prompts[player]
+        msgs = [Message(role="system", content=prompts.render("system", 0, observation="", **variables))]
+        shown = ""
+        turns = list(state.history.get(player, []))
+        pending = state.current[1] if state.current and state.current[0] == pid else None
+        for text, reply in turns:
+            msgs += [Message(role="user", content=prompts.render("observation", 0, observation=_new_part(text, shown),
+                                                                 **variables)),
+                     Message(role="assistant", content=reply)]
+            shown = text
+        if pending is not None:
+            msgs.append(Message(role="user", content=prompts.render("observation", 0,
+                                                                    observation=_new_part(pending, shown), **variables)))
+        return msgs
+
     def act(self, state: TextArenaState, player: str, action: Action) -> Feedback:
         text = (action.text or "").strip()
         pid = state.current[0] if state.current else -1
+        state.history.setdefault(player, []).append((state.current[1] if state.current else "", action.text or ""))
         errors = self._errors(state)
         with own_random(state):
             done, _ = state.env.step(action=text)
@@ -259,7 +284,8 @@ class TextArenaGame(Game[TextArenaInstance, TextArenaState]):
         return dataclasses.replace(state, env=copy.deepcopy(state.env), attempts=dict(state.attempts),
                                    random_state=copy.deepcopy(state.random_state),
                                    invalid=dict(state.invalid), events=list(state.events), rewards=dict(state.rewards),
-                                   info=copy.deepcopy(state.info))
+                                   info=copy.deepcopy(state.info),
+                                   history={p: list(h) for p, h in state.history.items()})
 
     def load_instances(self, dataset: DatasetConfig, base_dir: Path) -> list[TextArenaInstance]:
         """`seeds`: `n` seeds from the split's range (train 0.., test 1,000,000..; no split: train)."""
@@ -282,3 +308,11 @@ class TextArenaGame(Game[TextArenaInstance, TextArenaState]):
     def record_state(self, state: TextArenaState) -> dict[str, Any]:
         return {"env_id": state.env_id, "seats": {str(k): v for k, v in state.seat_of.items()},
                 "textarena_info": state.info}
+
+
+def _new_part(text: str, shown: str) -> str:
+    """What `text` (TextArena's whole observation so far) adds to `shown` (the last one the player
+    saw). The LLM observation wrapper appends, so `shown` is its start; if an environment ever
+    rewrote it, the whole text is shown again (and the engine's growth check still holds: nothing
+    earlier in the conversation changes)."""
+    return text[len(shown):].lstrip("\n") if shown and text.startswith(shown) else text

@@ -29,8 +29,10 @@ _OFFER = re.compile(r"Player (\d+) made the following offer to Player (\d+): Off
 
 
 def _observation(request: GenerateRequest) -> str:
-    users = [m.content for m in request.messages if m.role == "user"]
-    return users[-1] if users else ""
+    """TextArena's whole observation so far: the one user message of the rendered view, or the user
+    turns of the conversation view joined as TextArena wrote them (each new part began with the
+    newline the conversation drops), so a baseline plays the same moves in either view."""
+    return "\n".join(m.content for m in request.messages if m.role == "user")
 
 
 def _rng(text: str) -> random.Random:
