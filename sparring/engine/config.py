@@ -119,7 +119,7 @@ class ExperimentConfig(Strict):
     view: Literal["conversation", "rendered"] | None = Field(
         None, description="what a player is shown each turn: conversation = a chat that only grows (each new "
         "event appended; a player's turns extend one another, so training reads the game once), for games that "
-        "offer it (textarena); rendered = the game's own observation, re-rendered every turn. Default: rendered")
+        "offer it (textarena, dond); rendered = the game's own observation, re-rendered every turn. Default: rendered")
 
 
 # Keys that may differ between runs of the same experiment (shards, resumes, merges).

@@ -142,6 +142,7 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
                           first=first, flip=flip, variant=variant, to_move=first)
         for p in PLAYERS:
             state.texts[p] = self._static_texts(state, p)
+            state.talk[p] = [state.texts[p]["system"], state.texts[p]["start"]]
         return state
 
     def _forms(self, counts: Triple) -> tuple[str, str, str]:
@@ -224,6 +225,13 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
             spec = texts["spec"] = ActionSpec(kind="text", tag=TURN_TAG, scratchpad_instruction=texts["scratchpad"])
         return spec
 
+    def _turn_prompt(self, state: DondState, player: str) -> str | None:
+        """The turn instruction `player` is shown now (none when it must answer a proposal)."""
+        if state.over or state.to_move != player or self._must_propose(state, player):
+            return None
+        return self._render(state, player, "turn", turns_left=self.config.max_turns - len(state.turns),
+                            can_propose=state.n_messages > 0)
+
     def observation(self, state: DondState, player: str) -> list[Message]:
         texts = state.texts[player]
         msgs: list[Message | tuple[str, str]] = [texts["system"], texts["start"]]
@@ -231,12 +239,22 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
             view = t.views.get(player)
             if view is not None:
                 msgs.append(view)
-        if not state.over and state.to_move == player and not self._must_propose(state, player):
-            msgs.append(("user", self._render(state, player, "turn", turns_left=self.config.max_turns - len(state.turns),
-                                              can_propose=state.n_messages > 0)))
+        if (turn := self._turn_prompt(state, player)) is not None:
+            msgs.append(("user", turn))
         bad = state.pending.get(player)
         if bad is not None:
             msgs += [("assistant", bad[0]), ("user", bad[1])]
+        return merge_roles(msgs)
+
+    def conversation(self, state: DondState, player: str) -> list[Message]:
+        """The game as a chat that only grows: what the player was shown and wrote, in order — each
+        turn instruction stays where it was shown, its own replies as it wrote them (a prefilled
+        proposal with its prefix), a rejected reply with its correction — and the turn instruction
+        it is shown now. Consecutive user messages are joined as in the rendered view; the player
+        always replies after them, so a joined message never changes once shown."""
+        msgs: list[Message | tuple[str, str]] = list(state.talk[player])
+        if player not in state.pending and (turn := self._turn_prompt(state, player)) is not None:
+            msgs.append(("user", turn))
         return merge_roles(msgs)
 
     def request_labels(self, state: DondState, player: str) -> dict[str, Any]:
@@ -253,7 +271,13 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
         if player != state.to_move:
             raise ValueError(f"{player} acted out of turn (to move: {state.to_move})")
         raw = (action.text or "").strip()
-        if self._prefilled(state, player) and not raw.lstrip().startswith("["):
+        prefilled = self._prefilled(state, player)
+        # the conversation view: the turn instruction it was shown, then its reply as it wrote it
+        turn = None if player in state.pending else self._turn_prompt(state, player)  # a retry answers the correction
+        state.talk[player] += [*([new(Message, role="user", content=turn)] if turn is not None else []),
+                               new(Message, role="assistant",
+                                   content=(PROPOSAL_PREFIX if prefilled else "") + (action.text or ""))]
+        if prefilled and not raw.lstrip().startswith("["):
             raw = PROPOSAL_PREFIX + raw  # the reply continued the prefilled "[propose] ("
         try:
             try:
@@ -288,6 +312,7 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
                 "exclude_from_training": True}
         self._event(state, player, "invalid", raw, [player], **meta)
         self._event(state, player, "correction", correction, [player], **meta)
+        state.talk[player].append(new(Message, role="user", content=correction))
         if state.errors_in_row >= self.config.max_errors:
             reason = f"{player} produced {state.errors_in_row} invalid outputs in a row (last: {err.detail})"
             state.over, state.end, state.abort_reason = True, "aborted", reason
@@ -325,6 +350,8 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
                 state.over = True
                 state.end = "deal" if _is_deal(state) else "mismatch"
         state.turns.append(Turn(player=player, action=parsed, views=views))
+        if other in views:
+            state.talk[other].append(views[other])
         if not state.over and len(state.turns) >= self.config.max_turns:
             state.over, state.end = True, "max_turns"
         state.to_move = other
@@ -369,7 +396,8 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
     def fork(self, state: DondState) -> DondState:
         """Cheap copy (best-of-N look-ahead): events and turns are append-only, prompts shared."""
         return replace(state, turns=list(state.turns), events=list(state.events), proposals=dict(state.proposals),
-                       pending=dict(state.pending), n_invalid=dict(state.n_invalid))
+                       pending=dict(state.pending), n_invalid=dict(state.n_invalid),
+                       talk={p: list(t) for p, t in state.talk.items()})
 
     def load_instances(self, dataset: DatasetConfig, base_dir: Path) -> list[DondInstance]:
         """Scenarios from `sparring.games.negotiation.sources` (dond_generated, dond_selfplay,

@@ -50,6 +50,8 @@ class DondState:
     end: str | None = None          # deal | mismatch | max_turns | aborted
     abort_reason: str | None = None
     texts: dict[str, dict[str, Any]] = field(default_factory=dict)  # per player: rendered static texts
+    # per player, everything it was shown and wrote in order (the conversation view, `game.conversation`)
+    talk: dict[str, list[Message]] = field(default_factory=dict)
 
     def other(self, player: str) -> str:
         return PLAYERS[1] if player == PLAYERS[0] else PLAYERS[0]
