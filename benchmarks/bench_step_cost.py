@@ -24,6 +24,10 @@ FLOP/s ÷ 6 × parameters, probed now), and the after/before ratios the targets 
   No-dropout: padding-free with `lora.dropout` 0 (PEFT's default; sparring's SFT default stays
   0.05, a regulariser, so this prices it rather than removing waste).
 - dpo: TRL DPO, 2 pairs a step (TRL 1.x disables padding-free DPO): the breakdown only.
+- tictactoe: GRPO on TextArena TicTacToe against `textarena-random` (issue #59), the same seeds and
+  settings in two views: before = `view: rendered` (each move re-reads the whole game), after =
+  `view: conversation` (the game only grows: a player's calls train as one sequence). Needs the
+  textarena extra.
 
     OMP_NUM_THREADS=2 python benchmarks/bench_step_cost.py                  # bundled model, ~15-25 min
     python benchmarks/bench_step_cost.py --model tiny --steps 1 --only sft,grpo   # a quick check
@@ -43,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2-135m", help="a models.yaml name, a directory, or 'tiny'")
     ap.add_argument("--steps", type=int, default=3, help="timed steps per configuration (after one untimed)")
-    ap.add_argument("--only", default="grpo,ppo,sft,dpo", help="comma-separated parts")
+    ap.add_argument("--only", default="grpo,ppo,sft,dpo,tictactoe", help="comma-separated parts")
     ap.add_argument("--games", type=int, default=4, help="games per GRPO and PPO step")
     ap.add_argument("--json", default=None, help="also write every step's figures to this file")
     ap.add_argument("--no-window", action="store_true", help="ppo: leave out the observation-window variant")
@@ -119,6 +123,25 @@ def grpo_part(work: Path, model: str, models_file: str, steps: int, games: int) 
     groups = run_online(online_config(work, "grpo-groups", model, experiment, trainer="sparring", beta=0.0,
                                       **{**common, "prompts_per_step": 4}))
     return {"before": before, "after": after, "groups": groups}
+
+
+def tictactoe_part(work: Path, model: str, models_file: str, steps: int, games: int) -> dict[str, Any]:
+    """GRPO on TextArena TicTacToe against `textarena-random` (both seats, refused moves trained, as
+    `textarena-tictactoe-rl`), the same seeds and settings in the two views: before = `rendered`
+    (every move re-reads the whole game, one sequence per call), after = `conversation` (a game only
+    grows, so a player's calls join into one sequence: the game read once)."""
+    experiment = {"game": "textarena", "game_args": {"env_id": "TicTacToe-v0"},
+                  "dataset": {"name": "seeds", "split": "train", "args": {"n": 40}}, "models_file": models_file,
+                  "agents": {"learner": {"role": "player", "model": "learner",
+                                         "sampling": {"temperature": 1.0, "max_new_tokens": 16}},
+                             "opponent": {"role": "player", "model": "textarena-random"}},
+                  "tournament": {"type": "custom", "matchups": [["learner", "opponent"]]}, "run": {"seed": 0}}
+    common = {"algorithm": "grpo", "trainer": "sparring", "num_generations": games, "prompts_per_step": 1,
+              "max_steps": steps + 1, "learning_rate": 1e-4, "beta": 0.0, "format_penalty": 0.1,
+              "train_rejected": True, "seats": [0, 1], "gradient_checkpointing": False}
+    return {view_name: run_online(online_config(work, f"tictactoe-{view}", model, {**experiment, "view": view},
+                                                **common))
+            for view_name, view in (("before", "rendered"), ("after", "conversation"))}
 
 
 def sft_start(work: Path, model: str) -> str:
@@ -249,10 +272,12 @@ def main(argv: list[str] | None = None) -> None:
         elif part == "ppo":
             found = ppo_part(work, model, models_file, args.steps, args.games, args.textworld_adapter,
                              window=not args.no_window)
+        elif part == "tictactoe":
+            found = tictactoe_part(work, model, models_file, args.steps, args.games)
         elif part in ("sft", "dpo"):
             found = trl_part(part, work, model, args.steps)
         else:
-            raise SystemExit(f"unknown part {part!r}: grpo, ppo, sft, dpo")
+            raise SystemExit(f"unknown part {part!r}: grpo, ppo, sft, dpo, tictactoe")
         if not found:
             continue
         medians = {}
