@@ -62,7 +62,7 @@ def table(experiments: list[dict[str, Any]], link: str = "docs/") -> str:
         after = next(s for s in e["stages"] if s["label"] == e["after"])
         lines.append(f"| {e['title']} | {e['metric_label']} ({e['n']} {e['unit']}) | "
                      f"{_fmt(before[metric], digits)} ({e['before']}) | **{_fmt(after[metric], digits)}** "
-                     f"({e['after']}) | {e['target']} | {e['minutes']} min | [{e['name']}]({link}{e['page']}) |")
+                     f"({e['after']}) | {e['target']} | {e['minutes'] if isinstance(e['minutes'], str) else str(e['minutes']) + ' min'} | [{e['name']}]({link}{e['page']}) |")
     return "\n".join(lines) + "\n"
 
 
