@@ -210,7 +210,7 @@ class Game(ABC, Generic[InstT, S]):
         move, a partner's message, a new board or offer) appended as new messages, the player's own
         replies as assistant messages exactly as it wrote them, nothing shown earlier rewritten.
         The engine checks the growth every turn. A game that offers it overrides this method."""
-        raise NotImplementedError(f"game {self.name!r} offers no conversation view")
+        raise SparringError(f"game {self.name!r} offers no conversation view (use view: rendered)")
 
     @classmethod
     def offers_conversation(cls) -> bool:

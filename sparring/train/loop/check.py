@@ -93,5 +93,24 @@ def check_line(k: int, games: int, diffs: dict[str, dict[str, float]]) -> str:
     return f"iteration {k} check (greedy, {games} games on training prompts): " + ("; ".join(parts) or "nothing measured")
 
 
+def check_stage(loop: Any, k: int) -> dict[str, Any] | None:
+    """Iteration k's check stage of `loop` (a `Loop`): ALIAS@k and ALIAS@k−1 (its games reused from
+    iteration k−1's check) play the training prompts; paired differences printed and returned."""
+    config = loop.config
+    if config.check is None:
+        return None
+    game = str(config.selfplay["game"])
+
+    def played(j: int) -> dict[str, Any]:
+        return check_summary(loop._run(loop.check_experiment(j), f"check-{j}"), config.policy_agent, game)
+
+    earlier = (loop._it(k - 1).get("check") or {}).get("after") if k > 1 else None
+    before = earlier or played(k - 1)
+    after = played(k)
+    diffs = compare(before, after)
+    loop.console.print(check_line(k, after["games"], diffs))
+    return {"before": before, "after": after, "diff": diffs}
+
+
 def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else math.nan

@@ -299,23 +299,10 @@ class Loop:
         return self._experiment(check_plan(self.config, f"{self.config.alias}@{j}"), f"{self.config.name}-check-{j}")
 
     def check(self, k: int) -> dict[str, Any] | None:
-        """The greedy check on training prompts (`check:`, `loop/check.py`): ALIAS@k and ALIAS@k−1
-        (its result reused from iteration k−1) play them; paired differences printed and kept."""
-        if self.config.check is None:
-            return None
-        from sparring.train.loop.check import check_line, check_summary, compare
+        """The greedy check on training prompts (`check:`, `loop/check.py`)."""
+        from sparring.train.loop.check import check_stage
 
-        game = str(self.config.selfplay["game"])
-
-        def played(j: int) -> dict[str, Any]:
-            return check_summary(self._run(self.check_experiment(j), f"check-{j}"), self.config.policy_agent, game)
-
-        earlier = (self._it(k - 1).get("check") or {}).get("after") if k > 1 else None
-        before = earlier or played(k - 1)
-        after = played(k)
-        diffs = compare(before, after)
-        self.console.print(check_line(k, after["games"], diffs))
-        return {"before": before, "after": after, "diff": diffs}
+        return check_stage(self, k)
 
     def eval_experiment(self, k: int, judge: str | None = None) -> dict[str, Any]:
         """The experiment config of iteration k's held-out cross-play (`judge`: one of
