@@ -116,3 +116,13 @@ def probs_from_logprobs(logprobs: Sequence[float], options: Sequence[str]) -> di
     ex = [math.exp(lp - top) if math.isfinite(lp) else 0.0 for lp in logprobs]
     z = sum(ex)
     return {o: e / z for o, e in zip(options, ex, strict=True)}
+
+
+def parse_answer_choice(text: str, answers: list[str]) -> int | None:
+    """Index (0 = A, 1 = B) of the answer a debater chose, or None if not exactly one is named."""
+    probs = parse_choice(text, ["Answer_A", "Answer_B"], bare_confidence=1.0)
+    if probs is not None and max(probs.values()) > 0.5:
+        return max(range(2), key=lambda i: probs[("Answer_A", "Answer_B")[i]])
+    low = text.lower()
+    hits = [i for i, a in enumerate(answers) if a.strip().lower() and a.strip().lower() in low]
+    return hits[0] if len(hits) == 1 else None

@@ -54,7 +54,10 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests on the real bundled model are slow by definition: `-m "not slow"` leaves them out."""
+    """Tests on the real bundled model are slow by definition: `-m "not slow"` leaves them out.
+    Slow tests run first (a stable sort): pytest-xdist's workers then start on the long ones and
+    share the short ones at the end, instead of one worker finishing a long test alone."""
     for item in items:
         if item.get_closest_marker("bundled") is not None and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -13,7 +13,7 @@ import weakref
 from pathlib import Path
 from typing import Any, ClassVar
 
-from sparring.choice import normalize_probs, parse_choice
+from sparring.choice import normalize_probs, parse_answer_choice, parse_choice
 from sparring.errors import ConfigError, EpisodeAbort
 from sparring.gameapi.game import (
     ACCEPTED,
@@ -212,6 +212,12 @@ class DebateGame(Game[DebateInstance, DebateState]):
     def observation(self, state: DebateState, player: str) -> list[Message]:
         return views.build_messages(self.config, state, player)
 
+    def conversation(self, state: DebateState, player: str) -> list[Message]:
+        """The rendered view already only grows (views.py); the conversation view differs only in
+        showing each of the player's own replies as it wrote it (a speech over the word limit before
+        the cut, untrimmed), so a game's calls join into one training sequence."""
+        return views.build_messages(self.config, state, player, as_written=True)
+
     def request_labels(self, state: DebateState, player: str) -> dict[str, Any]:
         """A debater's position and the story it was shown, for the scripted demonstrator
         (`demonstrator.py`); nothing for the judge or before an open debate's choice."""
@@ -228,9 +234,11 @@ class DebateGame(Game[DebateInstance, DebateState]):
         st.events.append(ev)
         return ev
 
-    def _reject(self, st: DebateState, player: str, attempt: str, error: str, tag: str) -> Feedback:
+    def _reject(self, st: DebateState, player: str, attempt: str, error: str, tag: str,
+                written: str | None = None) -> Feedback:
         n = st.invalid[player] = st.invalid.get(player, 0) + 1
-        self._event(st, player, "rejected", attempt, visible_to=[player], error=error)
+        self._event(st, player, "rejected", attempt, visible_to=[player], error=error,
+                    **views.as_written(written, attempt))
         if n > self.config.max_invalid_actions:
             st.abort = f"{player}: {error} (after {n} attempts)"
             return Feedback(accepted=False, abort=st.abort)
@@ -245,9 +253,10 @@ class DebateGame(Game[DebateInstance, DebateState]):
             raise EpisodeAbort(f"{player} acted out of turn (waiting for {self.to_act(st)})")
         if cur.tag == "verdict":
             return self._act_verdict(st, action)
-        text = (action.text or "").strip()
+        written = action.text or ""
+        text = written.strip()
         if cur.tag == "choose":
-            return self._act_choose(st, player, text)
+            return self._act_choose(st, player, text, written)
         if cur.tag == "speech":
             meta: dict[str, Any] = {}
             words = _WORDS.findall(text)
@@ -260,12 +269,12 @@ class DebateGame(Game[DebateInstance, DebateState]):
             vis = [player, JUDGE] if cfg.format == "double_consultancy" else None
             self._event(st, player, "speech", text, visible_to=vis, round=cur.round, marked=report.marked,
                         quotes=report.stats, quote_details=[q.as_dict() for q in report.quotes],
-                        words=len(words), **meta)
+                        words=len(words), **meta, **views.as_written(written, text))
         elif cur.tag == "question":
-            self._event(st, player, "question", text, round=cur.round)
+            self._event(st, player, "question", text, round=cur.round, **views.as_written(written, text))
         elif cur.tag == "reasoning":
             self._event(st, player, "reasoning", text, visible_to=[JUDGE], round=cur.round,
-                        words=len(_WORDS.findall(text)))
+                        words=len(_WORDS.findall(text)), **views.as_written(written, text))
         self._advance(st, player)
         return ACCEPTED
 
@@ -275,11 +284,11 @@ class DebateGame(Game[DebateInstance, DebateState]):
             st.step += 1
             st.acted = []
 
-    def _act_choose(self, st: DebateState, player: str, text: str) -> Feedback:
+    def _act_choose(self, st: DebateState, player: str, text: str, written: str) -> Feedback:
         pick = parse_answer_choice(text, [st.instance.answers[i] for i in st.debater_display])
         if pick is None:
             return self._reject(st, player, text, "no single answer (A or B) could be read from the reply",
-                                "choose_correction")
+                                "choose_correction", written)
         ans = st.debater_display[pick]
         other = next(d for d in self.config.debaters if d != player)
         st.chosen = ans
@@ -291,7 +300,7 @@ class DebateGame(Game[DebateInstance, DebateState]):
         st.cache = {k: v for k, v in st.cache.items() if k[1] not in (other, JUDGE)}
         st.cache.pop(("vars", player), None)
         self._event(st, player, "choose", text, visible_to=[player], choice=LETTERS[pick], answer=ans,
-                    correct=ans == st.instance.correct)
+                    correct=ans == st.instance.correct, **views.as_written(written, text))
         self._advance(st, player)
         return ACCEPTED
 
@@ -383,13 +392,3 @@ class DebateGame(Game[DebateInstance, DebateState]):
                 "debater_display": state.debater_display, "background": state.background_info,
                 "consultant_correct": state.consultant_correct, "chosen": state.chosen,
                 "invalid_actions": dict(state.invalid), "abort": state.abort}
-
-
-def parse_answer_choice(text: str, answers: list[str]) -> int | None:
-    """Index (0 = A, 1 = B) of the answer a debater chose, or None if not exactly one is named."""
-    probs = parse_choice(text, ["Answer_A", "Answer_B"], bare_confidence=1.0)
-    if probs is not None and max(probs.values()) > 0.5:
-        return max(range(2), key=lambda i: probs[("Answer_A", "Answer_B")[i]])
-    low = text.lower()
-    hits = [i for i, a in enumerate(answers) if a.strip().lower() and a.strip().lower() in low]
-    return hits[0] if len(hits) == 1 else None

@@ -115,9 +115,16 @@ def visible(st: DebateState, ev: Event, viewer: str, hide_current: bool = True,
                 and ev.meta.get("step") == st.step and viewer in cur.players)  # type: ignore[union-attr]
 
 
+def as_written(written: str | None, shown: str) -> dict[str, Any]:
+    """The reply as the model wrote it, for the event's meta when the game shows it otherwise
+    (trimmed, cut at the word limit): the conversation view shows the player what it wrote."""
+    return {"written": written} if written is not None and written != shown else {}
+
+
 def build_messages(cfg: DebateConfig, st: DebateState, player: str, *, final: str | None = None,
-                   hide_current: bool = True, current: bool = True) -> list[Message]:
-    """`final` replaces the current instruction (used for the judge's what-if verdict)."""
+                   hide_current: bool = True, current: bool = True, as_written: bool = False) -> list[Message]:
+    """`final` replaces the current instruction (used for the judge's what-if verdict); `as_written`
+    shows the player's own replies as it wrote them (the conversation view)."""
     msgs = [new(Message, role="system", content=system_message(cfg, st, player))]
     pending: list[str] = []
     emitted: set[int] = set()
@@ -150,7 +157,8 @@ def build_messages(cfg: DebateConfig, st: DebateState, player: str, *, final: st
             if ev.tag == "verdict" or (ev.tag == "rejected" and not ev.content):
                 continue
             flush()
-            msgs.append(new(Message, role="assistant", content=ev.content))
+            content = ev.meta.get("written", ev.content) if as_written else ev.content
+            msgs.append(new(Message, role="assistant", content=content))
     if final is not None:
         pending.append(final)
     elif current and st.current is not None and player in st.current.players and st.step not in emitted:

@@ -66,6 +66,7 @@ class TabooState:
     instance: TabooInstance
     prompts: dict[str, PromptSet]
     views: dict[str, list[Message]]
+    talk: dict[str, list[Message]] = field(default_factory=dict)  # the conversation view: see `conversation`
     to_move: str = DESCRIBER
     clues: list[str] = field(default_factory=list)
     guesses: list[str] = field(default_factory=list)
@@ -122,6 +123,7 @@ class TabooGame(Game[TabooInstance, TabooState]):
             Message(role="system", content=self._render(state, DESCRIBER, "describer_system", secret=True)),
             Message(role="user", content=self._render(state, DESCRIBER, "describer_first", secret=True))]
         state.views[GUESSER] = [Message(role="system", content=self._render(state, GUESSER, "guesser_system"))]
+        state.talk = {p: list(v) for p, v in state.views.items()}
         return state
 
     def _render(self, state: TabooState, player: str, tag: str, secret: bool = False, **extra: Any) -> str:
@@ -149,6 +151,18 @@ class TabooGame(Game[TabooInstance, TabooState]):
             msgs += [Message(role="assistant", content=bad[0]), Message(role="user", content=bad[1])]
         return msgs
 
+    def conversation(self, state: TabooState, player: str) -> list[Message]:
+        """The game as a chat that only grows: the rendered view's messages, but each reply as the
+        model wrote it (a prefilled reply with its prefix) and a rejected reply with its correction
+        kept where they came (the rendered view drops them once the retry is accepted)."""
+        return list(state.talk[player])
+
+    def _show(self, state: TabooState, player: str, content: str) -> None:
+        """A new user message for `player`, in both views."""
+        message = Message(role="user", content=content)
+        state.views[player].append(message)
+        state.talk[player].append(message)
+
     # -- acting -----------------------------------------------------------------------------
     def act(self, state: TabooState, player: str, action: Action) -> Feedback:
         if state.over:
@@ -157,6 +171,7 @@ class TabooGame(Game[TabooInstance, TabooState]):
             raise ValueError(f"{player} acted out of turn (to move: {state.to_move})")
         raw = (action.text or "").strip()
         prefix = self.action_spec(state, player).assistant_prefix
+        state.talk[player].append(Message(role="assistant", content=(prefix or "") + (action.text or "")))
         if prefix and not raw.lower().startswith(prefix.strip().lower()):
             raw = prefix + raw  # the reply continued the prefilled marker
         try:
@@ -184,8 +199,7 @@ class TabooGame(Game[TabooInstance, TabooState]):
         state.clues.append(clue)
         state.views[DESCRIBER].append(Message(role="assistant", content=raw))
         self._event(state, DESCRIBER, "clue", clue, None)
-        state.views[GUESSER].append(Message(role="user", content=self._render(state, GUESSER, "guesser_clue",
-                                                                              clue=clue)))
+        self._show(state, GUESSER, self._render(state, GUESSER, "guesser_clue", clue=clue))
         state.to_move = GUESSER
         return ACCEPTED
 
@@ -199,8 +213,7 @@ class TabooGame(Game[TabooInstance, TabooState]):
         elif len(state.guesses) >= self.config.max_rounds:
             self._end(state, "failure")
         else:
-            state.views[DESCRIBER].append(Message(role="user", content=self._render(
-                state, DESCRIBER, "describer_next", secret=True, guess=guess)))
+            self._show(state, DESCRIBER, self._render(state, DESCRIBER, "describer_next", secret=True, guess=guess))
             state.to_move = DESCRIBER
 
     def _end(self, state: TabooState, end: str, abort_kind: str | None = None, reason: str | None = None) -> None:
@@ -228,6 +241,7 @@ class TabooGame(Game[TabooInstance, TabooState]):
             return Feedback(accepted=False, correction=correction, abort=reason)
         self._event(state, player, "correction", correction, [player], **meta)
         state.pending[player] = (raw, correction)
+        state.talk[player].append(Message(role="user", content=correction))
         return Feedback(accepted=False, correction=correction)
 
     # -- results ----------------------------------------------------------------------------
@@ -258,7 +272,8 @@ class TabooGame(Game[TabooInstance, TabooState]):
 
     def fork(self, state: TabooState) -> TabooState:
         """Cheap copy for look-ahead: lists are copied, messages and prompt sets shared (immutable)."""
-        return replace(state, views={p: list(v) for p, v in state.views.items()}, clues=list(state.clues),
+        return replace(state, views={p: list(v) for p, v in state.views.items()},
+                       talk={p: list(v) for p, v in state.talk.items()}, clues=list(state.clues),
                        guesses=list(state.guesses), pending=dict(state.pending), n_invalid=dict(state.n_invalid),
                        events=list(state.events))
 

@@ -219,6 +219,15 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
         msgs += [shown[-1].command, shown[-1].full]
         return msgs
 
+    def conversation(self, state: CookingState, player: str) -> list[Message]:
+        """The game as a chat that only grows: every step as the player saw it when it came (the
+        simulator's answer in full) and each reply as the model wrote it. `history` and
+        `history_view` shape the rendered view only; this one keeps every step."""
+        msgs = [state.system, state.first]
+        for s in state.steps:
+            msgs += [new(Message, role="assistant", content=s.written), s.full]
+        return msgs
+
     def request_labels(self, state: CookingState, player: str) -> dict[str, Any]:
         """The next gold command, while every command so far followed the gold path."""
         if state.on_gold and state.gold_pos < len(state.gold):
@@ -265,7 +274,8 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
         state.failure = bool(info.get("taskfailure"))
         full, short = self._observation(state.prompts, {**self._common(info), **self._recipe(state)}, info,
                                         feedback, index + 2)
-        state.steps.append(Step(command=new(Message, role="assistant", content=shown), short=short, full=full))
+        state.steps.append(Step(command=new(Message, role="assistant", content=shown), short=short, full=full,
+                                written=raw))
         self._event(state, ENVIRONMENT, "observation", feedback, score=state.score)
         skip_stale_gold(state)
         if state.success or state.failure or state.n_steps >= self.config.max_steps:

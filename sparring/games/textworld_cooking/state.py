@@ -28,6 +28,7 @@ class Step:
     command: Message
     short: Message
     full: Message
+    written: str = ""  # the reply as the model wrote it (the conversation view shows it)
 
 
 @dataclass

@@ -98,6 +98,7 @@ class WordleGame(Game[WordleInstance, WordleState]):
                                 Message(role="user", content=self._turn_prompt(state))]
         if self.with_critic:
             state.views[CRITIC] = [Message(role="system", content=self._render(state, CRITIC, "critic_system"))]
+        state.talk = {p: list(v) for p, v in state.views.items()}
         return state
 
     def _render(self, state: WordleState, player: str, tag: str, **extra: Any) -> str:
@@ -131,6 +132,18 @@ class WordleGame(Game[WordleInstance, WordleState]):
             msgs += [Message(role="assistant", content=bad[0]), Message(role="user", content=bad[1])]
         return msgs
 
+    def conversation(self, state: WordleState, player: str) -> list[Message]:
+        """The game as a chat that only grows: the rendered view's messages, but each reply as the
+        model wrote it (a prefilled reply with its prefix) and a rejected reply with its correction
+        kept where they came (the rendered view drops them once the retry is accepted)."""
+        return list(state.talk.get(player, []))
+
+    def _show(self, state: WordleState, player: str, content: str) -> None:
+        """A new user message for `player`, in both views."""
+        message = Message(role="user", content=content)
+        state.views[player].append(message)
+        state.talk[player].append(message)
+
     # -- acting -----------------------------------------------------------------------------
     def act(self, state: WordleState, player: str, action: Action) -> Feedback:
         if state.over:
@@ -139,6 +152,7 @@ class WordleGame(Game[WordleInstance, WordleState]):
             raise ValueError(f"{player} acted out of turn (to act: {self.to_act(state)})")
         raw = (action.text or "").strip()
         prefix = self.action_spec(state, player).assistant_prefix
+        state.talk[player].append(Message(role="assistant", content=(prefix or "") + (action.text or "")))
         if prefix and not raw.lower().startswith(prefix.strip().lower()):
             raw = prefix + raw  # the reply continued the prefilled marker
         try:
@@ -156,16 +170,15 @@ class WordleGame(Game[WordleInstance, WordleState]):
         if player == CRITIC:
             state.verdict = verdict
             self._event(state, player, tag, raw, verdict=verdict[0])
-            state.views[GUESSER].append(Message(role="user", content=self._render(
-                state, GUESSER, "guesser_final", verdict=verdict[0], reason=verdict[1])))
+            self._show(state, GUESSER, self._render(state, GUESSER, "guesser_final", verdict=verdict[0],
+                                                    reason=verdict[1]))
             state.phase = "final"
         elif self.with_critic and state.phase == "guess":
             state.proposal = (parsed.word, parsed.explanation)
             self._event(state, player, tag, raw, word=parsed.word, explanation=parsed.explanation)
             history = [{"word": g.word.upper(), "letters": describe(g.word, g.pattern)} for g in state.guesses]
-            state.views[CRITIC].append(Message(role="user", content=self._render(
-                state, CRITIC, "critic_turn", history=history, proposal=parsed.word.upper(),
-                explanation=parsed.explanation)))
+            self._show(state, CRITIC, self._render(state, CRITIC, "critic_turn", history=history,
+                                                   proposal=parsed.word.upper(), explanation=parsed.explanation))
             state.phase = "critic"
         else:
             self._score(state, player, tag, raw, parsed.word, parsed.explanation)
@@ -197,7 +210,7 @@ class WordleGame(Game[WordleInstance, WordleState]):
         elif len(state.guesses) >= self.config.max_guesses:
             state.over, state.end = True, "loss"
         else:
-            state.views[GUESSER].append(Message(role="user", content=f"{feedback}\n{self._turn_prompt(state)}"))
+            self._show(state, GUESSER, f"{feedback}\n{self._turn_prompt(state)}")
             state.phase = "guess"
 
     def _event(self, state: WordleState, player: str, tag: str, content: str,
@@ -222,6 +235,7 @@ class WordleGame(Game[WordleInstance, WordleState]):
             self._event(state, player, "abort", reason)
             return Feedback(accepted=False, correction=correction, abort=reason)
         state.pending[player] = (raw, correction)
+        state.talk[player].append(Message(role="user", content=correction))
         return Feedback(accepted=False, correction=correction)
 
     # -- results ----------------------------------------------------------------------------
@@ -259,7 +273,7 @@ class WordleGame(Game[WordleInstance, WordleState]):
     def fork(self, state: WordleState) -> WordleState:
         """Cheap copy for look-ahead: lists are copied, messages and prompt sets shared (immutable)."""
         return replace(state, candidates=list(state.candidates), views={p: list(v) for p, v in state.views.items()},
-                       guesses=list(state.guesses), pending=dict(state.pending), n_invalid=dict(state.n_invalid),
+                       talk={p: list(v) for p, v in state.talk.items()}, guesses=list(state.guesses), pending=dict(state.pending), n_invalid=dict(state.n_invalid),
                        events=list(state.events), extra=dict(state.extra))
 
     def load_instances(self, dataset: DatasetConfig, base_dir: Path) -> list[WordleInstance]:

@@ -33,6 +33,7 @@ class WordleState:
     prompts: dict[str, PromptSet]
     candidates: list[str]                       # answers still consistent with every feedback
     views: dict[str, list[Message]]             # per player: its conversation so far (static part)
+    talk: dict[str, list[Message]] = field(default_factory=dict)  # the conversation view (`WordleGame.conversation`)
     phase: Phase = "guess"
     guesses: list[Guess] = field(default_factory=list)
     proposal: tuple[str, str] | None = None     # (word, explanation) waiting for the critic

@@ -78,9 +78,13 @@ def test_a_conversation_that_rewrites_an_earlier_message_fails_the_episode_namin
     assert "a board it was never shown" in error and "a conversation may only grow" in error
 
 
-def test_a_game_without_the_view_is_a_clear_config_error(tmp_path):
+def test_a_game_without_the_view_is_a_clear_config_error(tmp_path, monkeypatch):
     from sparring.gameapi import GAMES
+    from sparring.gameapi.game import Game
 
+    # every shipped game offers the view: a plug-in game that does not is played here by debate
+    # without its conversation method
+    monkeypatch.setattr(GAMES.get("debate"), "conversation", Game.conversation)
     assert GAMES.get("textarena").offers_conversation() and not GAMES.get("debate").offers_conversation()
     cfg = {"game": "debate", "dataset": {"name": "generated", "split": "test", "limit": 1}, "view": "conversation",
            "agents": {"d": {"role": "debater", "model": "scripted-debater"},
