@@ -24,10 +24,13 @@ FLOP/s ÷ 6 × parameters, probed now), and the after/before ratios the targets 
   No-dropout: padding-free with `lora.dropout` 0 (PEFT's default; sparring's SFT default stays
   0.05, a regulariser, so this prices it rather than removing waste).
 - dpo: TRL DPO, 2 pairs a step (TRL 1.x disables padding-free DPO): the breakdown only.
-- tictactoe: GRPO on TextArena TicTacToe against `textarena-random` (issue #59), the same seeds and
-  settings in two views: before = `view: rendered` (each move re-reads the whole game), after =
-  `view: conversation` (the game only grows: a player's calls train as one sequence). Needs the
-  textarena extra.
+- tictactoe, kuhn, dond: GRPO on TextArena TicTacToe and Kuhn Poker against `textarena-random` and
+  on Deal or No Deal against `fair-negotiator` (issue #59), the same seeds and settings in two
+  views: before = `view: rendered` (each move re-reads the whole game), after = `view:
+  conversation` (the game only grows: a player's calls train as one sequence). TicTacToe and Kuhn
+  need the textarena extra; kuhn and dond are not in the default `--only`:
+
+    python benchmarks/bench_step_cost.py --only tictactoe,kuhn,dond --steps 2 --games 8 --warm-steps 8
 
     OMP_NUM_THREADS=2 python benchmarks/bench_step_cost.py                  # bundled model, ~15-25 min
     python benchmarks/bench_step_cost.py --model tiny --steps 1 --only sft,grpo   # a quick check
@@ -49,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--steps", type=int, default=3, help="timed steps per configuration (after one untimed)")
     ap.add_argument("--only", default="grpo,ppo,sft,dpo,tictactoe", help="comma-separated parts")
     ap.add_argument("--games", type=int, default=4, help="games per GRPO and PPO step")
+    ap.add_argument("--warm-steps", type=int, default=0, help="tictactoe, kuhn, dond: start from a LoRA SFT warm "
+                    "start of this many steps on the partner's moves (the base model's games end at its first "
+                    "refused moves); 0: the base model")
     ap.add_argument("--json", default=None, help="also write every step's figures to this file")
     ap.add_argument("--no-window", action="store_true", help="ppo: leave out the observation-window variant")
     ap.add_argument("--textworld-adapter", default=None, help="PPO's start: a TextWorld SFT adapter (default: "
@@ -69,7 +75,8 @@ def show(part: str, variant: str, m: dict[str, float]) -> None:
           f"{m.get('cost/other_s', 0):5.1f}; {m.get('cost/forward_tokens', 0):7.0f} model tokens "
           f"({m.get('cost/padded_tokens', 0):.0f} padded) for {m.get('cost/trained_tokens', 0):.0f} trained = "
           f"{m.get('cost/model_tokens_per_trained_token', 0):6.1f} per trained token; training "
-          f"{m.get('cost/training_tokens_per_s', 0):6.1f} tok/s = {m.get('cost/training_roof_ratio', 0):.2f} of the roof")
+          f"{m.get('cost/training_tokens_per_s', 0):6.1f} tok/s = {m.get('cost/training_roof_ratio', 0):.2f} of the roof"
+          + (f"; peak memory {m['cost/peak_memory_mb'] / 1024:.2f} GiB" if m.get("cost/peak_memory_mb") else ""))
 
 
 def ratios(part: str, before: dict[str, float], after: dict[str, float], per: float = 1.0) -> dict[str, float]:
@@ -125,21 +132,66 @@ def grpo_part(work: Path, model: str, models_file: str, steps: int, games: int) 
     return {"before": before, "after": after, "groups": groups}
 
 
-def tictactoe_part(work: Path, model: str, models_file: str, steps: int, games: int) -> dict[str, Any]:
-    """GRPO on TextArena TicTacToe against `textarena-random` (both seats, refused moves trained, as
-    `textarena-tictactoe-rl`), the same seeds and settings in the two views: before = `rendered`
-    (every move re-reads the whole game, one sequence per call), after = `conversation` (a game only
-    grows, so a player's calls join into one sequence: the game read once)."""
-    experiment = {"game": "textarena", "game_args": {"env_id": "TicTacToe-v0"},
-                  "dataset": {"name": "seeds", "split": "train", "args": {"n": 40}}, "models_file": models_file,
-                  "agents": {"learner": {"role": "player", "model": "learner",
-                                         "sampling": {"temperature": 1.0, "max_new_tokens": 16}},
-                             "opponent": {"role": "player", "model": "textarena-random"}},
-                  "tournament": {"type": "custom", "matchups": [["learner", "opponent"]]}, "run": {"seed": 0}}
-    common = {"algorithm": "grpo", "trainer": "sparring", "num_generations": games, "prompts_per_step": 1,
+def view_experiment(game: str, models_file: str) -> dict[str, Any]:
+    """The game of a views part, as its learning experiment plays it (issue #59): TextArena
+    TicTacToe and Kuhn Poker against `textarena-random` (as `textarena-tictactoe-rl` and
+    `textarena-kuhn`'s fixed arm), Deal or No Deal against `fair-negotiator` (as `dond-rl`)."""
+    if game == "dond":
+        from sparring.learning.dond_eval import FAIR, dataset
+        from sparring.learning.dond_eval import game_args as dond_args
+
+        size = {"max_turns": 8}
+        setup = {"game": "dond", "game_args": dond_args(size), "dataset": dataset("train", 40)}
+        role, partner, tokens = "negotiator", FAIR, 32
+    else:
+        env = {"tictactoe": {"env_id": "TicTacToe-v0"},
+               "kuhn": {"env_id": "KuhnPokerBets-v0", "env_kwargs": {"max_rounds": 1}, "reward": "chips"}}[game]
+        setup = {"game": "textarena", "game_args": env,
+                 "dataset": {"name": "seeds", "split": "train", "args": {"n": 40}}}
+        role, partner, tokens = "player", "textarena-random", 16
+    return {**setup, "models_file": models_file,
+            "agents": {"learner": {"role": role, "model": "learner",
+                                   "sampling": {"temperature": 1.0, "max_new_tokens": tokens}},
+                       "opponent": {"role": role, "model": partner}},
+            "tournament": {"type": "custom", "matchups": [["learner", "opponent"]]}, "run": {"seed": 0}}
+
+
+def warm_adapter(game: str, work: Path, model: str, models_file: str, steps: int) -> str | None:
+    """A warm start, as the learning experiments start their RL from one (a base model's games end
+    at its first refused moves, so they would price two-turn games): `steps` LoRA SFT steps on the
+    partner's own moves, played against itself on 16 seeds the step games do not use."""
+    if not steps:
+        return None
+    from sparring.engine.play import play
+    from sparring.train.config import LoraSettings, TrainSettings
+    from sparring.train.export import sft_rows
+    from sparring.train.trainers import train_sft
+
+    experiment = view_experiment(game, models_file)
+    partner = experiment["agents"]["opponent"]
+    demos = ({"name": "dond_generated", "split": "train", "args": {"n": 60, "seed": 1}, "limit": 16} if game == "dond"
+             else {"name": "seeds", "split": "train", "args": {"n": 16, "start": 1000}})
+    records = play({**experiment, "dataset": demos, "agents": {"a": partner, "b": {**partner}},
+                    "tournament": {"type": "custom", "matchups": [["a", "b"]]}})
+    settings = TrainSettings(model=model, method="sft", learning_rate=5e-4, max_steps=steps, batch_size=4,
+                             max_length=1024, lora=LoraSettings(r=8, alpha=16))
+    result = train_sft(sft_rows(records), settings, work / f"{game}-warm")
+    print(f"{game}: warm start of {result.steps} SFT steps on {result.rows} moves of {len(records)} games")
+    return str(result.adapter)
+
+
+def views_part(game: str, work: Path, model: str, models_file: str, steps: int, games: int,
+               warm_steps: int = 0) -> dict[str, Any]:
+    """GRPO on one game (both seats, refused moves trained, as its learning experiment), the same
+    seeds, settings and start in the two views: before = `rendered` (every move re-reads the whole
+    game, one sequence per call), after = `conversation` (a game only grows, so a player's calls
+    join into one sequence: the game read once). The start: `warm_adapter`, or the base model."""
+    experiment = view_experiment(game, models_file)
+    adapter = warm_adapter(game, work, model, models_file, warm_steps)
+    common = {**({"adapter": adapter} if adapter else {}), "algorithm": "grpo", "trainer": "sparring", "num_generations": games, "prompts_per_step": 1,
               "max_steps": steps + 1, "learning_rate": 1e-4, "beta": 0.0, "format_penalty": 0.1,
               "train_rejected": True, "seats": [0, 1], "gradient_checkpointing": False}
-    return {view_name: run_online(online_config(work, f"tictactoe-{view}", model, {**experiment, "view": view},
+    return {view_name: run_online(online_config(work, f"{game}-{view}", model, {**experiment, "view": view},
                                                 **common))
             for view_name, view in (("before", "rendered"), ("after", "conversation"))}
 
@@ -248,6 +300,9 @@ def trl_part(kind: str, work: Path, model: str, steps: int) -> dict[str, Any]:
     return out
 
 
+VIEW_GAMES = ("tictactoe", "kuhn", "dond")
+
+
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     from sparring.learning.speed import count_params
@@ -272,12 +327,12 @@ def main(argv: list[str] | None = None) -> None:
         elif part == "ppo":
             found = ppo_part(work, model, models_file, args.steps, args.games, args.textworld_adapter,
                              window=not args.no_window)
-        elif part == "tictactoe":
-            found = tictactoe_part(work, model, models_file, args.steps, args.games)
+        elif part in VIEW_GAMES:
+            found = views_part(part, work, model, models_file, args.steps, args.games, args.warm_steps)
         elif part in ("sft", "dpo"):
             found = trl_part(part, work, model, args.steps)
         else:
-            raise SystemExit(f"unknown part {part!r}: grpo, ppo, sft, dpo, tictactoe")
+            raise SystemExit(f"unknown part {part!r}: grpo, ppo, sft, dpo, {', '.join(VIEW_GAMES)}")
         if not found:
             continue
         medians = {}

@@ -8,6 +8,8 @@ A step's wall time splits into
   the reference model's for a KL term, PPO's values);
 - `training`: forward + backward passes and optimizer updates;
 - `other`: the rest (building sequences, advantages, logging).
+Memory: `peak_memory_mb`, the most held during a scoring or training pass (`peak_memory.py`: CUDA's
+allocated bytes on a GPU, the process's resident set on a Linux CPU).
 Tokens: `forward_tokens` = tokens fed through the model by scoring and training passes (each pass
 counted, padding excluded), `padded_tokens` = the same with padding, `trained_tokens` = tokens
 carrying loss. Two ratios make steps of different sizes comparable: model tokens per trained
@@ -34,16 +36,26 @@ class StepCost:
     training_tokens: int = 0     # through training forwards (each epoch counted), padding excluded
     trained_tokens: int = 0      # carrying loss
     passes: dict[str, int] = field(default_factory=lambda: {"scoring": 0, "training": 0})
+    peak_memory_mb: float | None = None  # during scoring and training passes (`peak_memory.py`)
     _started: float = field(default_factory=time.perf_counter, repr=False)
 
     @contextmanager
     def part(self, name: str) -> Iterator[None]:
-        """Time a part of the step (`rollout`, `scoring`, `training`)."""
+        """Time a part of the step (`rollout`, `scoring`, `training`); the passes' peak memory."""
+        from sparring.train import peak_memory
+
+        passes = name in ("scoring", "training") and peak_memory.reset()
         t = time.perf_counter()
         try:
             yield
         finally:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t
+            if passes:
+                self.note_peak(peak_memory.peak_mb())
+
+    def note_peak(self, mb: float | None) -> None:
+        if mb is not None:
+            self.peak_memory_mb = max(mb, self.peak_memory_mb or 0.0)
 
     def count(self, kind: str, tokens: int, padded: int) -> None:
         """One pass (`scoring` or `training`) over `tokens` real tokens in a `padded`-token batch."""
@@ -71,6 +83,8 @@ class StepCost:
                     "cost/training_tokens": self.training_tokens,
                     "cost/scoring_passes": self.passes.get("scoring", 0),
                     "cost/training_passes": self.passes.get("training", 0)})
+        if self.peak_memory_mb is not None:
+            out["cost/peak_memory_mb"] = round(self.peak_memory_mb, 1)
         if self.trained_tokens:
             out["cost/model_tokens_per_trained_token"] = round(self.forward_tokens / self.trained_tokens, 3)
         train_s = self.seconds.get("training", 0.0)
@@ -99,6 +113,7 @@ def total(costs: list[StepCost]) -> StepCost:
         out.padded_tokens += c.padded_tokens
         out.training_tokens += c.training_tokens
         out.trained_tokens += c.trained_tokens
+        out.note_peak(c.peak_memory_mb)
     return out
 
 
@@ -111,6 +126,8 @@ def line(summary: dict[str, Any]) -> str:
         text += f" for {s['cost/trained_tokens']} trained ({s['cost/model_tokens_per_trained_token']:.1f} per trained)"
     if "cost/training_roof_ratio" in s:
         text += f"; training {s['cost/training_tokens_per_s']:.0f} tok/s = {s['cost/training_roof_ratio']:.2f} of the roof"
+    if "cost/peak_memory_mb" in s:
+        text += f"; peak memory {s['cost/peak_memory_mb'] / 1024:.2f} GiB"
     return text
 
 
@@ -146,6 +163,7 @@ class ForwardMeter:
     def __init__(self, model: Any = None):
         self.cost = StepCost()
         self.pause_depth = 0
+        self._peak = False  # whether the step's peak memory was reset at its start
         self._t: list[float] = []
         self._handles: list[Any] = []
         if model is not None:
@@ -188,7 +206,10 @@ class ForwardMeter:
             self.cost.seconds["scoring"] += time.perf_counter() - started
 
     def start_step(self) -> None:
+        from sparring.train import peak_memory
+
         self.cost = StepCost()
+        self._peak = peak_memory.reset()  # the step's peak: TRL's passes (and its rollout) run inside it
 
     def end_step(self, trained_tokens: int = 0, rollout_s: float = 0.0) -> StepCost:
         """Close the step: training = its wall time less rollout and scoring (backward and the
@@ -199,6 +220,10 @@ class ForwardMeter:
         wall = time.perf_counter() - c._started
         c.seconds["training"] = max(0.0, wall - rollout_s - c.seconds["scoring"])
         c.seconds["other"] = 0.0
+        if self._peak:
+            from sparring.train import peak_memory
+
+            c.note_peak(peak_memory.peak_mb())
         return c
 
     def close(self) -> None:

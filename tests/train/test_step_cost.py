@@ -56,6 +56,31 @@ def test_the_meter_tells_scoring_from_training_passes_and_ignores_paused_ones():
     assert meter.cost.forward_tokens == 6  # detached: no longer counted
 
 
+def test_a_pass_reports_the_memory_it_held_at_its_peak():
+    """On a Linux CPU: the process's resident high-water mark, reset when the pass starts, so a
+    pass that holds 200 MB more than the one before reports ~200 MB more."""
+    from sparring.train import peak_memory
+
+    if peak_memory.kind() != "process RSS" or not peak_memory.reset():
+        pytest.skip("no resettable peak resident set here (not Linux, or /proc/self/clear_refs not writable)")
+    import numpy as np
+
+    small, large = StepCost(), StepCost()
+    with small.part("training"):
+        np.ones(1 << 20)  # 8 MB
+    with large.part("training"):
+        block = np.ones(200 << 17)  # 200 MB, touched
+        del block
+    assert small.peak_memory_mb is not None and large.peak_memory_mb is not None
+    assert large.peak_memory_mb - small.peak_memory_mb > 150
+    with small.part("rollout"):
+        np.ones(200 << 17)
+    assert small.peak_memory_mb < large.peak_memory_mb - 150  # a rollout is not a pass: not counted
+    s = large.close().summary()
+    assert s["cost/peak_memory_mb"] == round(large.peak_memory_mb, 1) and "peak memory" in line(s)
+    assert total([small, large]).peak_memory_mb == large.peak_memory_mb
+
+
 @pytest.mark.slow
 def test_trls_grpo_steps_report_their_passes(tmp_path):
     from sparring.models.tiny import save_tiny_model
