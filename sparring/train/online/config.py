@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -59,12 +59,13 @@ class OnlineConfig(TuningSettings):
                           "token took 50 instead of 73 ms on the 2-core CPU (batch 4, SmolLM2-135M). Unmerging "
                           "leaves the base weights within float rounding (~1e-7) of the loaded ones. Off in league "
                           "mode, where the checkpoints' adapters take turns on the same model")
-    micro_batch_tokens: int | None = Field(
-        None, ge=1, description="sparring's trainer: the most token positions one forward/backward computes (the "
-                                "shared prefix once, each row's suffix padded to the longest; a longer single "
-                                "sequence runs alone) - bounds memory by tokens, not rows (GRPO's step and every "
-                                "scoring pass; PPO's shuffled minibatches are `ppo.minibatch_size` rows); none: "
-                                "micro_batch_size alone")
+    micro_batch_tokens: Annotated[int, Field(ge=1)] | Literal["auto"] | None = Field(
+        "auto", description="sparring's trainer: the most token positions one forward/backward computes (the "
+                            "shared prefix once, each row's suffix padded to the longest; a longer single "
+                            "sequence runs alone) - bounds memory by tokens, not rows (GRPO's step and every "
+                            "scoring pass; PPO's shuffled minibatches are `ppo.minibatch_size` rows); auto: "
+                            "half the memory available at the start over what one position of a forward/backward "
+                            "was measured to take (trainer/budget.py); none: micro_batch_size alone")
     model: str = Field("smollm2-135m", description="the learner's base model (a models.yaml name or a directory)")
     adapter: str | None = Field(None, description="a LoRA adapter directory of `model` to start from (e.g. an SFT "
                                 "warm start): that adapter is trained further (`lora` is then ignored) and, with "

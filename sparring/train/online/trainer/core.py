@@ -111,6 +111,17 @@ class OnlineTrainer:
         self.best: dict[str, Any] | None = None
         self.roof = 0.0  # training roof tokens/s, probed by the run
         self.credit = Credit()
+        self.max_positions = self._token_budget()
+
+    def _token_budget(self) -> int | None:
+        """`micro_batch_tokens`: as configured, or measured (`auto`: trainer/budget.py)."""
+        if self.config.micro_batch_tokens != "auto":
+            return self.config.micro_batch_tokens
+        from sparring.train.online.trainer.budget import token_budget
+
+        budget = token_budget(self.model, self.device)
+        self.console.print(budget.describe())
+        return budget.positions
 
     @property
     def kl_coef(self) -> float:
@@ -175,7 +186,7 @@ class OnlineTrainer:
     def _batches(self, items: list[Item], size: int, generator: random.Random | None = None) -> list[list[Item]]:
         from sparring.train.online.trainer.batches import micro_batches  # torch: imported when training
 
-        return micro_batches(items, size, generator, self.config.share_prefix, self.config.micro_batch_tokens)
+        return micro_batches(items, size, generator, self.config.share_prefix, self.max_positions)
 
     def score(self, items: list[Item], cost: StepCost) -> None:
         """Old and reference log-probabilities and old values, without gradients — only the passes
