@@ -99,6 +99,10 @@ class Completion(Strict):
     # True when the backend's text held code points that cannot be stored as UTF-8 (lone
     # surrogates) and they were replaced by U+FFFD where the text entered (`Model.generate`).
     sanitized: bool = False
+    # The decoder's last hidden state at the prompt's last token, when the backend was asked for it
+    # (`HFModel.record_hidden`: PPO's values from the rollout, without a values pass). In memory
+    # only: never written to a record file.
+    hidden: list[float] | None = Field(None, exclude=True, repr=False)
 
 
 Op = Literal["generate", "score"]

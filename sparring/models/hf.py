@@ -131,6 +131,9 @@ class HFModel(Model):
         from sparring.models.hf_prefix import PrefixCache
 
         self.kv_layers = self._plain_kv_layers()
+        # each completion carries the decoder's last hidden state at its prompt's last token (set by
+        # the online trainer for PPO: its values from the rollout, without a values pass)
+        self.record_hidden = False
         self.prefix_cache = (PrefixCache(self.args.prefix_cache_mb * 2**20)
                              if self.kv_layers and self.args.prefix_cache_mb else None)
         if self.prefix_cache is not None and not self._prefix_cache_works():
@@ -331,7 +334,8 @@ class HFModel(Model):
                         done = generate_batch(
                             self.model, self.base_model, self.tokenizer, [prompts[i] for i in chunk],
                             requests[chunk[0]].sampling, [seeds[i] for i in chunk], self.pad_id,
-                            self.eos_ids, self.device, self._prefix(adapter), self.kv_layers)
+                            self.eos_ids, self.device, self._prefix(adapter), self.kv_layers,
+                            hidden=self.record_hidden)
                         for i, completion in zip(chunk, done, strict=True):
                             out[i] = completion
         return out  # type: ignore[return-value]

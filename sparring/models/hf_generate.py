@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from transformers import (
@@ -141,7 +141,8 @@ def cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
 
 def generate_batch(model, base_model, tokenizer, prompts: Sequence[Sequence[int]], sampling: Sampling,
                    seeds: Sequence[int], pad_id: int, eos_ids: set[int], device,
-                   prefix: PrefixContext | None = None, kv_layers: int | None = None) -> list[Completion]:
+                   prefix: PrefixContext | None = None, kv_layers: int | None = None,
+                   hidden: bool = False) -> list[Completion]:
     """Generate for rows that share `sampling` (all but the seed); one HF `generate` call.
 
     With a `prefix` cache, every prompt but its last token is first made cached (reusing what is
@@ -151,7 +152,10 @@ def generate_batch(model, base_model, tokenizer, prompts: Sequence[Sequence[int]
     `token_ids` include the token that ended the row (EOS or the one completing a stop string), as
     TRL's completion ids do; `text` excludes special tokens and is cut before the first stop string.
     `kv_layers` (the model's decoder layer count, when its cache is plain per-layer keys/values)
-    switches to a preallocated cache, see `hf_kv`.
+    switches to a preallocated cache, see `hf_kv`. `hidden`: each completion also carries the
+    decoder's last hidden state at its prompt's last token (`Completion.hidden`), read by a forward
+    hook on the decoder (PyTorch's public hook API) in generate()'s first step, which computes
+    exactly that position for every row.
     """
     from sparring.models.hf_prefix import pack
 
@@ -174,12 +178,22 @@ def generate_batch(model, base_model, tokenizer, prompts: Sequence[Sequence[int]
                                                     bos_token_id=saved.bos_token_id)
     cache = packed.cache(kv_layers)
     extra = {cache_kwarg(base_model): cache} if cache is not None else {}
+    first: list[torch.Tensor] = []
+
+    def grab(module: Any, args: Any, output: Any) -> None:
+        if not first:  # generate()'s first step: the prompts' last column
+            states = output.last_hidden_state if hasattr(output, "last_hidden_state") else output[0]
+            first.append(states[:, -1].detach().float().cpu())
+
+    handle = base_model.get_decoder().register_forward_hook(grab) if hidden else None
     try:
         result = model.generate(input_ids=input_ids, attention_mask=mask, generation_config=config,
                                 logits_processor=LogitsProcessorList([sampler]),
                                 stopping_criteria=StoppingCriteriaList([stopper]), **extra)
     finally:
         base_model.generation_config = saved
+        if handle is not None:
+            handle.remove()
     latency = time.perf_counter() - start
     generated = result[:, width:].tolist()
     logprobs = torch.stack(sampler.logprobs, dim=1).tolist() if sampler.logprobs else [[]] * len(prompts)
@@ -195,5 +209,6 @@ def generate_batch(model, base_model, tokenizer, prompts: Sequence[Sequence[int]
         out.append(Completion(
             text=text, finish_reason="stop" if (end is not None or hit) else "length",
             token_ids=ids[:n], logprobs=[float(x) for x in logprobs[row][:n]],
-            usage=Usage(prompt_tokens=len(prompts[row]), completion_tokens=n), latency_s=latency))
+            usage=Usage(prompt_tokens=len(prompts[row]), completion_tokens=n), latency_s=latency,
+            hidden=first[0][row].tolist() if first else None))
     return out

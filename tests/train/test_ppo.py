@@ -174,3 +174,30 @@ def test_a_ppo_run_keeps_its_best_checkpoint_and_resumed_reproduces_the_steps(tm
     with pytest.raises(TrainingStopped):
         limited = config.model_copy(update={"max_steps": 4, "max_minutes": 1e-9, "output_dir": str(tmp_path / "c")})
         run_online(limited, file)
+
+
+def test_ppo_values_come_from_the_hidden_states_the_rollout_computed(tmp_path):
+    """Issue #59: the hf backend records the decoder's last hidden state at each call's last prompt
+    token while it generates; PPO's old values are the value head at those states — the values a
+    values-only pass gives on the same items (1e-4), without the pass."""
+    import torch
+
+    from sparring.train.step_cost import StepCost
+
+    arena, trainer = arena_and_trainer(tmp_path)
+    try:
+        c = trainer.collect(0)
+        assert c.items and all(it.has_states() for it in c.items)
+        torch.nn.init.normal_(trainer.head.summary.weight, std=0.5)  # a critic that is not zero
+        from_rollout = StepCost()
+        trainer.score(c.items, from_rollout)
+        rollout_values = [list(it.old_values) for it in c.items]
+        assert any(abs(v) > 1e-3 for vs in rollout_values for v in vs)
+        trainer.ppo = trainer.ppo.model_copy(update={"rollout_values": False})
+        by_pass = StepCost()
+        trainer.score(c.items, by_pass)
+        for it, values in zip(c.items, rollout_values, strict=True):
+            assert it.old_values == pytest.approx(values, abs=1e-4)
+        assert from_rollout.forward_tokens < by_pass.forward_tokens  # the values pass was not run
+    finally:
+        arena.close()

@@ -34,6 +34,9 @@ class PPOSettings(Strict):
     kl_coef: float = Field(0.05, ge=0.0, description="KL to the starting policy, subtracted from each turn's reward")
     whiten_rewards: bool = Field(False, description="whiten the turn rewards of each step")
     whiten_advantages: bool = Field(True, description="whiten the advantages of each step (TRL does)")
+    rollout_values: bool = Field(True, description="the old values from the hidden states the rollout computed "
+                                 "(each turn's last prompt token, recorded by the hf backend while it generated): "
+                                 "no values pass; false, or a turn without one: a values-only pass, as before")
     value_lr: float | None = Field(None, gt=0.0, description="the value head's learning rate (default: "
                                                              "learning_rate x 10: it starts from zero)")
     eval: PPOEval | None = Field(None, description="held-out evaluation every N steps; the best checkpoint is "

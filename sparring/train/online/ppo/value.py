@@ -28,6 +28,12 @@ class ValueHead(nn.Module):
         return self.summary(hidden.to(self.summary.weight.dtype)).squeeze(-1)
 
 
+def values_of(head: ValueHead, states: Any, device: Any) -> list[float]:
+    """V at hidden states computed elsewhere (the rollout's, `Completion.hidden`), without a pass."""
+    with torch.no_grad():
+        return head(torch.tensor(states, dtype=torch.float32, device=device)).float().tolist()
+
+
 def hidden_size(model: Any) -> int:
     config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
     return int(config.hidden_size)

@@ -31,7 +31,7 @@ class Budget:
     reason: str = ""           # why there is no budget
 
     def describe(self) -> str:
-        if self.positions is None:
+        if self.positions is None or self.bytes_per_position is None or self.available_bytes is None:
             return f"no token budget per forward ({self.reason}): micro_batch_size alone"
         return (f"token budget per forward: {self.positions} positions ({self.bytes_per_position / 2**20:.2f} MiB a "
                 f"position measured, {SHARE:.0%} of {self.available_bytes / 2**30:.1f} GiB available)")
@@ -85,3 +85,13 @@ def token_budget(model: Any, device: Any, share: float = SHARE) -> Budget:
         return Budget(None, None, None, "the probe saved nothing for a backward: no trainable weights?")
     free = available_bytes(device)
     return Budget(max(PROBE, int(share * free / per)), per, free)
+
+
+def positions_per_forward(setting: int | str | None, model: Any, device: Any, console: Any = None) -> int | None:
+    """`micro_batch_tokens` as the trainer uses it: a number as given, `auto` measured (and said)."""
+    if setting != "auto":
+        return setting if isinstance(setting, int) else None
+    budget = token_budget(model, device)
+    if console is not None:
+        console.print(budget.describe())
+    return budget.positions

@@ -35,7 +35,9 @@ from rich.console import Console
 
 from sparring.errors import SparringError
 from sparring.train.online.config import OnlineConfig
+from sparring.train.online.ppo.value import values_of
 from sparring.train.online.trainer.advantages import Credit, grpo_credit, ppo_credit, turn_kl
+from sparring.train.online.trainer.budget import positions_per_forward
 from sparring.train.online.trainer.collect import Collected, prompts_for_step, seed_of
 from sparring.train.online.trainer.items import Item, items_of
 from sparring.train.online.trainer.losses import token_losses
@@ -103,6 +105,7 @@ class OnlineTrainer:
         self.scheduler = schedule(self.optimizer, config)
         self.params = policy_params + (list(self.head.parameters()) if self.head is not None else [])
         self.learner = HFModel.from_objects(model, self.tokenizer, name=LEARNER, default_adapter="default")
+        self.learner.record_hidden = self.head is not None and config.ppo.rollout_values
         self.arena.pool.add(LEARNER, self.learner)
         self.rollout = EpisodeRollout(arena, config.learner_agent, self.tokenizer, config.num_generations,
                                       config.format_penalty, config.seed, train_rejected=config.train_rejected)
@@ -111,17 +114,7 @@ class OnlineTrainer:
         self.best: dict[str, Any] | None = None
         self.roof = 0.0  # training roof tokens/s, probed by the run
         self.credit = Credit()
-        self.max_positions = self._token_budget()
-
-    def _token_budget(self) -> int | None:
-        """`micro_batch_tokens`: as configured, or measured (`auto`: trainer/budget.py)."""
-        if self.config.micro_batch_tokens != "auto":
-            return self.config.micro_batch_tokens
-        from sparring.train.online.trainer.budget import token_budget
-
-        budget = token_budget(self.model, self.device)
-        self.console.print(budget.describe())
-        return budget.positions
+        self.max_positions = positions_per_forward(config.micro_batch_tokens, model, self.device, self.console)
 
     @property
     def kl_coef(self) -> float:
@@ -180,7 +173,7 @@ class OnlineTrainer:
                 c.rewards[key] = turn_rewards(rec, [i for q in seqs for i in q.calls], reward)
                 c.groups[key] = group
                 c.kept[e] = rec
-                c.items += items_of(e, seqs, player)
+                c.items += items_of(e, seqs, player, record=rec)
         return c
 
     def _batches(self, items: list[Item], size: int, generator: random.Random | None = None) -> list[list[Item]]:
@@ -197,25 +190,30 @@ class OnlineTrainer:
 
         need_old = not (self.config.rollout_logprobs and self.exact_rollout_logprobs
                         and all(it.has_sampled_logprobs() for it in items))
+        # PPO's old values from the states the rollout computed (the same weights, the same positions)
+        from_rollout = self.head is not None and self.ppo.rollout_values and all(it.has_states() for it in items)
+        head = None if from_rollout else self.head
         for it in items:
             if not need_old:
                 it.old_logprobs = list(it.sampled_logprobs)
             it.ref_logprobs = []
-            it.old_values = [0.0] * len(it.turns)
-        if not (need_old or self.kl_coef > 0 or self.head is not None):
+            it.old_values = (values_of(self.head, it.states, self.device) if from_rollout and self.head is not None
+                             else [0.0] * len(it.turns))
+        if not (need_old or self.kl_coef > 0 or head is not None):
             return
         self.model.eval()
         size = max(self.ppo.minibatch_size, self.config.micro_batch_size)
         with cost.part("scoring"), torch.no_grad():
             for batch in self._batches(items, size):
-                if need_old or self.head is not None:
-                    logprobs, values, _ = forward(self.model, self.head, batch, self.temperature, self.pad_id,
+                if need_old or head is not None:
+                    logprobs, values, _ = forward(self.model, head, batch, self.temperature, self.pad_id,
                                                   with_logprobs=need_old, share_prefix=self.config.share_prefix,
                                                   cost=cost, kind="scoring")
                     for k, it in enumerate(batch):
                         if need_old:
                             it.old_logprobs = logprobs[k].tolist()
-                        it.old_values = values[k].tolist()
+                        if head is not None:
+                            it.old_values = values[k].tolist()
                 if self.kl_coef > 0:
                     with self._reference():
                         ref, _, _ = forward(self.model, None, batch, self.temperature, self.pad_id,

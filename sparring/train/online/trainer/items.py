@@ -29,6 +29,9 @@ class Item:
     turns: list[int]                # the seat's turns this sequence holds, in order
     seat: str = ""                  # the learner's player id (a role: "Player_1", "Debater_A", ...)
     sampled_logprobs: list[float] = field(default_factory=list)  # what the rollout recorded (NaN: none)
+    # per turn: the decoder's last hidden state at `starts[t]` as the rollout computed it (None: not
+    # recorded); PPO's old values then need no pass
+    states: list[list[float] | None] = field(default_factory=list)
     # filled before the optimisation
     old_logprobs: list[float] = field(default_factory=list)
     ref_logprobs: list[float] = field(default_factory=list)
@@ -38,13 +41,17 @@ class Item:
     def key(self) -> Key:
         return (self.episode, self.seat)
 
+    def has_states(self) -> bool:
+        return len(self.states) == len(self.turns) and all(s is not None for s in self.states)
+
     def has_sampled_logprobs(self) -> bool:
         return len(self.sampled_logprobs) == len(self.positions) and not any(
             math.isnan(x) for x in self.sampled_logprobs)
 
 
-def items_of(episode: int, sequences: list[Any], seat: str = "") -> list[Item]:
-    """The training items of one learner seat's sequences in an episode; turns numbered across them."""
+def items_of(episode: int, sequences: list[Any], seat: str = "", record: Any = None) -> list[Item]:
+    """The training items of one learner seat's sequences in an episode; turns numbered across them.
+    With the episode's `record`, each turn's hidden state as its call's completion carries it."""
     out: list[Item] = []
     turn = 0
     for seq in sequences:
@@ -65,6 +72,13 @@ def items_of(episode: int, sequences: list[Any], seat: str = "") -> list[Item]:
         if len(turns) != len(seq.calls):
             raise ValueError(f"a sequence of {len(seq.calls)} call(s) has {len(turns)} runs of sampled tokens")
         if positions:
+            states = [] if record is None else [_hidden(record.calls[i]) for i in seq.calls]
             out.append(Item(episode=episode, ids=ids, positions=positions, token_turn=token_turn, starts=starts,
-                            turns=turns, seat=seat, sampled_logprobs=sampled))
+                            turns=turns, seat=seat, sampled_logprobs=sampled, states=states))
     return out
+
+
+def _hidden(call: Any) -> list[float] | None:
+    comps = call.completions or []
+    comp = comps[call.chosen if call.chosen is not None else 0] if comps else None
+    return None if comp is None else comp.hidden
