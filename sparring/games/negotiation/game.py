@@ -17,9 +17,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar, Literal
-
-from pydantic import Field, model_validator
+from typing import Any, ClassVar
 
 from sparring.errors import ConfigError
 from sparring.gameapi.game import (
@@ -34,9 +32,10 @@ from sparring.gameapi.game import (
     Seat,
     register_game,
 )
+from sparring.games.negotiation.config import DondConfig
 from sparring.games.negotiation.hooks import HOOKS
 from sparring.games.negotiation.instance import ITEMS, PLURALS, DondInstance, Triple, remainder
-from sparring.games.negotiation.objectives import NAMED_LAMBDAS, Objective, objective_lambda, points, rewards
+from sparring.games.negotiation.objectives import points, rewards
 from sparring.games.negotiation.pareto import ceilings
 from sparring.games.negotiation.partner import OFFER_LABEL, POOL_LABEL, VALUES_LABEL
 from sparring.games.negotiation.protocol import (
@@ -52,57 +51,11 @@ from sparring.games.negotiation.protocol import (
 )
 from sparring.games.negotiation.state import PLAYERS, DondState, Turn, merge_roles
 from sparring.prompts.memo import RenderMemo
-from sparring.types import Message, Strict, new
+from sparring.types import Message, new
 
 TURN_TAG = "turn"
 PROPOSAL_PREFIX = "[propose] ("
 _CACHE_SIZE = 8192  # static views memoised per game object (cleared when full)
-
-
-class DondConfig(Strict):
-    """`game_args` of a Deal or No Deal experiment."""
-
-    objective: Objective = "self"
-    lam: float | None = Field(None, ge=-1.0, le=1.0, description="weight on the other's points (objective: lambda)")
-    max_turns: int = Field(50, ge=2, description="accepted turns before the game ends without a deal")
-    max_errors: int = Field(5, ge=1, description="invalid outputs in a row that abort the episode")
-    action_format: Literal["text", "json"] = "text"
-    # Small models often forget the `[message]` tag. When true, an untagged text reply is taken as
-    # a message (a proposal still needs `[propose]`, and a tagged reply that does not parse is
-    # invalid, never a message); off by default, as in lm-selfplay.
-    untagged_as_message: bool = False
-    variant: int | Literal["random"] = Field(0, description="prompt variant index, or 'random' per episode")
-    # Small models rarely write a proposal: with `prefill_proposals`, a reply that must be a proposal
-    # (the other player proposed) starts with "[propose] (" already, and so does every reply from
-    # turn `propose_after` on; the model only fills in the counts.
-    prefill_proposals: bool = False
-    propose_after: int | None = Field(None, ge=1, description="with prefill_proposals: turns after which "
-                                                               "every reply is a proposal")
-    # Not lm-selfplay (whose proposals stay hidden): the first proposal is shown to the other player
-    # with what it leaves them, so a deal only needs them to copy it. For models too small to
-    # work out the complement of a hidden proposal (the bundled 135M model reaches no deal without).
-    reveal_proposals: bool = False
-    # Turn prompts restate the pool as counts ("The whole pool is (1 books, 2 hats, 1 balls)"):
-    # small models otherwise propose counts the pool does not have.
-    remind_pool: bool = False
-    # Who speaks first in every episode. Default: the instance's `first_mover`, else a coin flip per
-    # episode. The learning suite's GRPO game fixes it so the learner always answers the partner.
-    first_player: Literal["Player_1", "Player_2"] | None = None
-
-    @model_validator(mode="after")
-    def _check_lam(self) -> DondConfig:
-        if self.objective == "lambda" and self.lam is None:
-            raise ValueError("objective 'lambda' needs lam (a number in [-1, 1])")
-        if self.objective != "lambda" and self.lam is not None and self.lam != NAMED_LAMBDAS[self.objective]:
-            raise ValueError(f"lam={self.lam} contradicts objective {self.objective!r} "
-                             f"(lam={NAMED_LAMBDAS[self.objective]}); use objective: lambda")
-        if isinstance(self.variant, int) and self.variant < 0:
-            raise ValueError("variant must be >= 0 or 'random'")
-        return self
-
-    @property
-    def weight(self) -> float:
-        return objective_lambda(self.objective, self.lam)
 
 
 @register_game("dond", "deal_or_no_deal")
