@@ -6,9 +6,9 @@ model (layers, width, vocabulary: the logits of a 49k vocabulary alone are ~200 
 fp32), the attention kernel and the device. A fixed `micro_batch_size` is right for one game and
 kills another: eight TicTacToe games of ~1.5k tokens in one forward took more than 24 GB. So the
 trainer measures instead of guessing: one forward of `PROBE` positions of the policy as it will
-train (its adapter, gradient checkpointing and dropout as configured), the bytes autograd keeps
-for the backward per position, and the budget is `SHARE` of the memory available now divided by
-that. Attention through PyTorch's SDPA (transformers' default where a model supports it) keeps no
+train (its adapter and dropout as configured; sparring's trainer does not checkpoint), the bytes
+autograd keeps for the backward per position, and the budget is `SHARE` of the memory available
+now divided by that. Attention through PyTorch's SDPA (transformers' default where a model supports it) keeps no
 T x T matrices, so the cost per position is flat in the length and a short probe prices long
 batches. The probe builds logits at every position, the trainer's passes only where loss is: the
 budget errs on the safe side (SmolLM2-135M with LoRA: 2.17 MiB a position, ~0.38 of it logits).
