@@ -174,7 +174,7 @@ def warm_adapter(game: str, work: Path, model: str, models_file: str, steps: int
     records = play({**experiment, "dataset": demos, "agents": {"a": partner, "b": {**partner}},
                     "tournament": {"type": "custom", "matchups": [["a", "b"]]}})
     settings = TrainSettings(model=model, method="sft", learning_rate=5e-4, max_steps=steps, batch_size=4,
-                             max_length=1024, lora=LoraSettings(r=8, alpha=16))
+                             max_length=2048, lora=LoraSettings(r=8, alpha=16))
     result = train_sft(sft_rows(records), settings, work / f"{game}-warm")
     print(f"{game}: warm start of {result.steps} SFT steps on {result.rows} moves of {len(records)} games")
     return str(result.adapter)

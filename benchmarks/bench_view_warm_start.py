@@ -1,0 +1,114 @@
+#!/usr/bin/env python
+"""Does the conversation view change what a warm start learns? (issue #59: measured, not assumed)
+
+`textarena-tictactoe`'s warm start (LoRA SFT on the random legal player's moves in games against
+itself, 64 demonstration games on their own training seeds, 24 steps of 4 rows) trained twice on
+the same games, once with the prompts of each view (`rendered`: every move re-reads TextArena's
+whole observation; `conversation`: the game as a chat that only grows), and each start evaluated
+in its own view against `textarena-random` on the same held-out test seeds, both seats, at the
+experiment's temperature 0.7: win, draw and refused-move rates with 95% intervals, and the paired
+win difference per held-out game (conversation − rendered). Held-out seeds are checked disjoint
+from the demonstrations'.
+
+    OMP_NUM_THREADS=2 python benchmarks/bench_view_warm_start.py            # bundled model, ~40 min
+    python benchmarks/bench_view_warm_start.py --model tiny --demos 2 --steps 1 --heldout 2   # a check
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+VIEWS = ("rendered", "conversation")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="smollm2-135m", help="a models.yaml name, a directory, or 'tiny'")
+    ap.add_argument("--demos", type=int, default=64, help="demonstration games (textarena-tictactoe: 64)")
+    ap.add_argument("--steps", type=int, default=24, help="SFT steps of 4 rows (textarena-tictactoe: 24)")
+    ap.add_argument("--heldout", type=int, default=64, help="held-out test seeds, each played in both seats")
+    ap.add_argument("--json", default=None, help="also write the figures to this file")
+    return ap
+
+
+def measure(ctx: Any, view: str, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, float], list[str]]:
+    """One view: demonstrations, the warm start, its held-out games."""
+    from sparring.learning.experiments.textarena_tictactoe import DEMO_START, ENV, MAX_LIVE, OPPONENT
+    from sparring.learning.results import rate
+    from sparring.train.config import LoraSettings, TrainSettings
+    from sparring.train.export import sft_rows
+    from sparring.train.trainers import train_sft
+
+    demos = ctx.play({"game": "textarena", "game_args": {"env_id": ENV}, "view": view,
+                      "dataset": {"name": "seeds", "split": "train", "args": {"n": args.demos, "start": DEMO_START}},
+                      "agents": {"a": {"role": "player", "model": OPPONENT}, "b": {"role": "player", "model": OPPONENT}},
+                      "tournament": {"type": "custom", "matchups": [["a", "b"]], "flip": False},
+                      "run": {"seed": 0, "max_live": MAX_LIVE}}, f"demos-{view}")
+    rows = sft_rows(demos.records)
+    settings = TrainSettings(model=ctx.model, method="sft", learning_rate=5e-4, max_steps=args.steps, batch_size=4,
+                             max_length=2048, lora=LoraSettings(r=8, alpha=16))
+    result = train_sft(rows, settings, ctx.out / "adapters" / f"warm-{view}")
+    alias = ctx.register(f"warm-{view}", result.adapter)
+    played = ctx.play({"game": "textarena", "game_args": {"env_id": ENV}, "view": view,
+                       "dataset": {"name": "seeds", "split": "test", "args": {"n": args.heldout}},
+                       "agents": {"policy": {"role": "player", "model": alias,
+                                             "sampling": {"temperature": 0.7, "max_new_tokens": 16}},
+                                  "opponent": {"role": "player", "model": OPPONENT}},
+                       "tournament": {"type": "custom", "matchups": [["policy", "opponent"]], "flip": True},
+                       "run": {"seed": 0, "max_live": MAX_LIVE}}, f"heldout-{view}")
+    wins, draws, refused, per = [], [], [], {}
+    for r in played.records:
+        seat = next((p for p, s in r.seats.items() if s.agent == "policy"), None)
+        m = r.outcome.metrics if r.outcome else {}
+        won = bool(r.outcome and seat and r.outcome.winner == seat)
+        wins.append(won)
+        draws.append(bool(m.get("draw")))
+        attempts = int((m.get("attempts") or {}).get(seat, 0))
+        bad = int((m.get("invalid_moves") or {}).get(seat, 0))
+        refused += [False] * (attempts - bad) + [True] * bad
+        per[f"{r.instance_id}/{'flip' if r.flip else 'plain'}"] = float(won)
+    figures = {"rows": result.rows, "sft_loss": result.loss, "games": len(wins), "win_rate": rate(wins),
+               "draw_rate": rate(draws), "refused_move_share": rate(refused)}
+    return figures, per, sorted({r.instance_id for r in demos.records})
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    from sparring.gameapi.splits import check_disjoint
+    from sparring.learning.context import Context
+    from sparring.learning.results import paired
+
+    out = Path(tempfile.mkdtemp(prefix="bench-view-warm-"))
+    model = args.model
+    if model == "tiny":
+        from sparring.models.tiny import save_tiny_model
+
+        model = str(save_tiny_model(out / "tiny"))
+    ctx = Context(out=out, size="full", model=model, label="base")
+    ctx.write_models()
+    results: dict[str, Any] = {"model": args.model, "views": {}}
+    per: dict[str, dict[str, float]] = {}
+    for view in VIEWS:
+        figures, per[view], demo_ids = measure(ctx, view, args)
+        check_disjoint(f"views ({view})", demo_ids, sorted({k.split("/")[0] for k in per[view]}))
+        results["views"][view] = figures
+        w = figures["win_rate"]
+        print(f"{view:12s} warm start: {figures['rows']} rows, SFT loss {figures['sft_loss']:.3f}; held out "
+              f"({figures['games']} games): win {w.value:.3f} [{w.ci[0]:.3f}, {w.ci[1]:.3f}], draw "
+              f"{figures['draw_rate'].value:.3f}, refused moves {figures['refused_move_share'].value:.3f}")
+    diff = paired(per["rendered"], per["conversation"])
+    results["paired_win_conversation_minus_rendered"] = diff
+    print(f"win, conversation - rendered, paired per held-out game (n={diff['n']}): {diff['mean_diff']:+.3f} "
+          f"[{diff['mean_diff_ci_low']:+.3f}, {diff['mean_diff_ci_high']:+.3f}]")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2, default=lambda o: getattr(o, "__dict__", str(o))),
+                                   encoding="utf-8")
+        print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
