@@ -273,7 +273,8 @@ class WordleGame(Game[WordleInstance, WordleState]):
     def fork(self, state: WordleState) -> WordleState:
         """Cheap copy for look-ahead: lists are copied, messages and prompt sets shared (immutable)."""
         return replace(state, candidates=list(state.candidates), views={p: list(v) for p, v in state.views.items()},
-                       talk={p: list(v) for p, v in state.talk.items()}, guesses=list(state.guesses), pending=dict(state.pending), n_invalid=dict(state.n_invalid),
+                       talk={p: list(v) for p, v in state.talk.items()}, guesses=list(state.guesses),
+                       pending=dict(state.pending), n_invalid=dict(state.n_invalid),
                        events=list(state.events), extra=dict(state.extra))
 
     def load_instances(self, dataset: DatasetConfig, base_dir: Path) -> list[WordleInstance]:
