@@ -3,7 +3,8 @@
 
 `textarena-tictactoe`'s warm start (LoRA SFT on the random legal player's moves in games against
 itself, 64 demonstration games on their own training seeds, 24 steps of 4 rows) trained twice on
-the same games, once with the prompts of each view (`rendered`: every move re-reads TextArena's
+the same games (and the same number of moves: the conversation view's rows are whole games),
+once with the prompts of each view (`rendered`: every move re-reads TextArena's
 whole observation; `conversation`: the game as a chat that only grows), and each start evaluated
 in its own view against `textarena-random` on the same held-out test seeds, both seats, at the
 experiment's temperature 0.7: win, draw and refused-move rates with 95% intervals, and the paired
@@ -29,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2-135m", help="a models.yaml name, a directory, or 'tiny'")
     ap.add_argument("--demos", type=int, default=64, help="demonstration games (textarena-tictactoe: 64)")
-    ap.add_argument("--steps", type=int, default=24, help="SFT steps of 4 rows (textarena-tictactoe: 24)")
+    ap.add_argument("--steps", type=int, default=24, help="SFT steps of 4 one-move rows (textarena-tictactoe: 24); "
+                    "a view whose rows are whole games gets the steps that train as many moves")
     ap.add_argument("--heldout", type=int, default=64, help="held-out test seeds, each played in both seats")
     ap.add_argument("--json", default=None, help="also write the figures to this file")
     return ap
@@ -49,7 +51,11 @@ def measure(ctx: Any, view: str, args: argparse.Namespace) -> tuple[dict[str, An
                       "tournament": {"type": "custom", "matchups": [["a", "b"]], "flip": False},
                       "run": {"seed": 0, "max_live": MAX_LIVE}}, f"demos-{view}")
     rows = sft_rows(demos.records)
-    settings = TrainSettings(model=ctx.model, method="sft", learning_rate=5e-4, max_steps=args.steps, batch_size=4,
+    # the same moves trained in both views: a conversation-view row is a whole game (the exporter
+    # joins a game whose calls extend), a rendered one a single move
+    moves_per_row = sum(int(r["meta"].get("turns", 1)) for r in rows) / max(1, len(rows))
+    steps = max(1, round(args.steps / moves_per_row))
+    settings = TrainSettings(model=ctx.model, method="sft", learning_rate=5e-4, max_steps=steps, batch_size=4,
                              max_length=2048, lora=LoraSettings(r=8, alpha=16))
     result = train_sft(rows, settings, ctx.out / "adapters" / f"warm-{view}")
     alias = ctx.register(f"warm-{view}", result.adapter)
@@ -71,7 +77,7 @@ def measure(ctx: Any, view: str, args: argparse.Namespace) -> tuple[dict[str, An
         bad = int((m.get("invalid_moves") or {}).get(seat, 0))
         refused += [False] * (attempts - bad) + [True] * bad
         per[f"{r.instance_id}/{'flip' if r.flip else 'plain'}"] = float(won)
-    figures = {"rows": result.rows, "sft_loss": result.loss, "games": len(wins), "win_rate": rate(wins),
+    figures = {"rows": result.rows, "moves_per_row": moves_per_row, "sft_steps": result.steps, "sft_loss": result.loss, "games": len(wins), "win_rate": rate(wins),
                "draw_rate": rate(draws), "refused_move_share": rate(refused)}
     return figures, per, sorted({r.instance_id for r in demos.records})
 
@@ -97,7 +103,8 @@ def main(argv: list[str] | None = None) -> None:
         check_disjoint(f"views ({view})", demo_ids, sorted({k.split("/")[0] for k in per[view]}))
         results["views"][view] = figures
         w = figures["win_rate"]
-        print(f"{view:12s} warm start: {figures['rows']} rows, SFT loss {figures['sft_loss']:.3f}; held out "
+        print(f"{view:12s} warm start: {figures['rows']} rows of {figures['moves_per_row']:.1f} moves, "
+              f"{figures['sft_steps']} steps, SFT loss {figures['sft_loss']:.3f}; held out "
               f"({figures['games']} games): win {w.value:.3f} [{w.ci[0]:.3f}, {w.ci[1]:.3f}], draw "
               f"{figures['draw_rate'].value:.3f}, refused moves {figures['refused_move_share'].value:.3f}")
     diff = paired(per["rendered"], per["conversation"])
