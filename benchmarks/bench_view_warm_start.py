@@ -39,8 +39,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def measure(ctx: Any, view: str, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, float], list[str]]:
     """One view: demonstrations, the warm start, its held-out games."""
-    from sparring.learning.experiments.textarena_tictactoe import DEMO_START, ENV, MAX_LIVE, OPPONENT
-    from sparring.learning.results import rate
+    from sparring.learning.experiments.textarena_tictactoe import (
+        DEMO_START,
+        ENV,
+        MAX_LIVE,
+        OPPONENT,
+        score_games,
+    )
     from sparring.train.config import LoraSettings, TrainSettings
     from sparring.train.export import sft_rows
     from sparring.train.trainers import train_sft
@@ -66,19 +71,10 @@ def measure(ctx: Any, view: str, args: argparse.Namespace) -> tuple[dict[str, An
                                   "opponent": {"role": "player", "model": OPPONENT}},
                        "tournament": {"type": "custom", "matchups": [["policy", "opponent"]], "flip": True},
                        "run": {"seed": 0, "max_live": MAX_LIVE}}, f"heldout-{view}")
-    wins, draws, refused, per = [], [], [], {}
-    for r in played.records:
-        seat = next((p for p, s in r.seats.items() if s.agent == "policy"), None)
-        m = r.outcome.metrics if r.outcome else {}
-        won = bool(r.outcome and seat and r.outcome.winner == seat)
-        wins.append(won)
-        draws.append(bool(m.get("draw")))
-        attempts = int((m.get("attempts") or {}).get(seat, 0))
-        bad = int((m.get("invalid_moves") or {}).get(seat, 0))
-        refused += [False] * (attempts - bad) + [True] * bad
-        per[f"{r.instance_id}/{'flip' if r.flip else 'plain'}"] = float(won)
-    figures = {"rows": result.rows, "moves_per_row": moves_per_row, "sft_steps": result.steps, "sft_loss": result.loss, "games": len(wins), "win_rate": rate(wins),
-               "draw_rate": rate(draws), "refused_move_share": rate(refused)}
+    scored, per = score_games(played.records)
+    figures = {"rows": result.rows, "moves_per_row": moves_per_row, "sft_steps": result.steps,
+               "sft_loss": result.loss, "games": len(played.records), "win_rate": scored["win_rate"],
+               "draw_rate": scored["draw_rate"], "refused_move_share": scored["invalid_move_share"]}
     return figures, per, sorted({r.instance_id for r in demos.records})
 
 

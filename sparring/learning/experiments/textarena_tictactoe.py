@@ -93,10 +93,17 @@ def _loop_config(ctx: Context, size: dict[str, Any], warm: str) -> Any:
 def evaluate(ctx: Context, model: str, name: str, size: dict[str, Any]) -> tuple[dict, dict, Played]:
     """`model` against the random player on the held-out seeds, both seats."""
     played = ctx.play(_match(model, size, 0.7, "test", size["heldout"]), name)
+    metrics, per = score_games(played.records)
+    return metrics, per, played
+
+
+def score_games(records: list[Any], agent: str = "policy") -> tuple[dict[str, Any], dict[str, float]]:
+    """`agent`'s win, draw and refused-move rates over its games, and its win per game
+    (`instance/flip|plain`, for paired comparisons)."""
     wins, draws, valid = [], [], []
     per: dict[str, float] = {}
-    for r in played.records:
-        seat = next((p for p, s in r.seats.items() if s.agent == "policy"), None)
+    for r in records:
+        seat = next((p for p, s in r.seats.items() if s.agent == agent), None)
         m = r.outcome.metrics if r.outcome else {}
         won = bool(r.outcome and seat and r.outcome.winner == seat)
         wins.append(won)
@@ -107,7 +114,7 @@ def evaluate(ctx: Context, model: str, name: str, size: dict[str, Any]) -> tuple
         per[f"{r.instance_id}/{'flip' if r.flip else 'plain'}"] = float(won)
     metrics = {"win_rate": rate(wins), "invalid_move_share": rate([not v for v in valid]),
                "draw_rate": rate(draws), "moves_per_game": mean([len(valid) / max(len(wins), 1)])}
-    return metrics, per, played
+    return metrics, per
 
 
 @experiment("textarena-tictactoe")

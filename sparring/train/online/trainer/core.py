@@ -35,7 +35,6 @@ from rich.console import Console
 
 from sparring.errors import SparringError
 from sparring.train.online.config import OnlineConfig
-from sparring.train.online.ppo.value import values_of
 from sparring.train.online.trainer.advantages import Credit, grpo_credit, ppo_credit, turn_kl
 from sparring.train.online.trainer.budget import positions_per_forward
 from sparring.train.online.trainer.collect import Collected, prompts_for_step, seed_of
@@ -190,6 +189,8 @@ class OnlineTrainer:
 
         need_old = not (self.config.rollout_logprobs and self.exact_rollout_logprobs
                         and all(it.has_sampled_logprobs() for it in items))
+        from sparring.train.online.ppo.value import values_of  # torch: imported when training
+
         # PPO's old values from the states the rollout computed (the same weights, the same positions)
         from_rollout = self.head is not None and self.ppo.rollout_values and all(it.has_states() for it in items)
         head = None if from_rollout else self.head
