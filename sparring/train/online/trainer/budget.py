@@ -1,4 +1,4 @@
-"""A token budget per forward/backward derived from memory (`micro_batch_tokens: auto`, issue #59).
+"""A token budget per training forward derived from memory (`micro_batch_tokens: auto`, issue #59).
 
 Why: a training pass holds activations for every position it computes (the shared prefix once,
 each row's suffix padded to the longest), and the memory this takes per position depends on the
@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-PROBE = 256   # positions of the probe's forward/backward
+PROBE = 256   # positions of the probe's forward (no backward runs)
 SHARE = 0.5   # of the memory available when the run starts
 
 
