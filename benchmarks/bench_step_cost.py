@@ -27,8 +27,10 @@ FLOP/s ÷ 6 × parameters, probed now), and the after/before ratios the targets 
 - tictactoe, kuhn, dond: GRPO on TextArena TicTacToe and Kuhn Poker against `textarena-random` and
   on Deal or No Deal against `fair-negotiator` (issue #59), the same seeds and settings in two
   views: before = `view: rendered` (each move re-reads the whole game), after = `view:
-  conversation` (the game only grows: a player's calls train as one sequence). TicTacToe and Kuhn
-  need the textarena extra; kuhn and dond are not in the default `--only`:
+  conversation` (the game only grows: a player's calls train as one sequence); with
+  `--checkpointing` also recomputed = the conversation view with `gradient_checkpointing: true`
+  (the training pass's peak memory, and the recompute's cost). TicTacToe and Kuhn need the
+  textarena extra; kuhn and dond are not in the default `--only`:
 
     python benchmarks/bench_step_cost.py --only tictactoe,kuhn,dond --steps 2 --games 8 --warm-steps 8
 
@@ -55,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--warm-steps", type=int, default=0, help="tictactoe, kuhn, dond: start from a LoRA SFT warm "
                     "start of this many steps on the partner's moves (the base model's games end at its first "
                     "refused moves); 0: the base model")
+    ap.add_argument("--checkpointing", action="store_true", help="tictactoe, kuhn, dond: also the conversation "
+                    "view with `gradient_checkpointing: true` (activations recomputed in the backward: the "
+                    "peak memory of the training pass, and what the recompute costs)")
     ap.add_argument("--json", default=None, help="also write every step's figures to this file")
     ap.add_argument("--no-window", action="store_true", help="ppo: leave out the observation-window variant")
     ap.add_argument("--textworld-adapter", default=None, help="PPO's start: a TextWorld SFT adapter (default: "
@@ -70,7 +75,7 @@ def median_cost(points: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def show(part: str, variant: str, m: dict[str, float]) -> None:
-    print(f"  {part:4s} {variant:7s} step {m.get('cost/total_s', 0):7.1f} s = rollout {m.get('cost/rollout_s', 0):6.1f}"
+    print(f"  {part:4s} {variant:10s} step {m.get('cost/total_s', 0):7.1f} s = rollout {m.get('cost/rollout_s', 0):6.1f}"
           f" + scoring {m.get('cost/scoring_s', 0):6.1f} + training {m.get('cost/training_s', 0):6.1f} + other "
           f"{m.get('cost/other_s', 0):5.1f}; {m.get('cost/forward_tokens', 0):7.0f} model tokens "
           f"({m.get('cost/padded_tokens', 0):.0f} padded) for {m.get('cost/trained_tokens', 0):.0f} trained = "
@@ -181,7 +186,7 @@ def warm_adapter(game: str, work: Path, model: str, models_file: str, steps: int
 
 
 def views_part(game: str, work: Path, model: str, models_file: str, steps: int, games: int,
-               warm_steps: int = 0) -> dict[str, Any]:
+               warm_steps: int = 0, checkpointing: bool = False) -> dict[str, Any]:
     """GRPO on one game (both seats, refused moves trained, as its learning experiment), the same
     seeds, settings and start in the two views: before = `rendered` (every move re-reads the whole
     game, one sequence per call), after = `conversation` (a game only grows, so a player's calls
@@ -191,9 +196,11 @@ def views_part(game: str, work: Path, model: str, models_file: str, steps: int, 
     common = {**({"adapter": adapter} if adapter else {}), "algorithm": "grpo", "trainer": "sparring", "num_generations": games, "prompts_per_step": 1,
               "max_steps": steps + 1, "learning_rate": 1e-4, "beta": 0.0, "format_penalty": 0.1,
               "train_rejected": True, "seats": [0, 1], "gradient_checkpointing": False}
-    return {view_name: run_online(online_config(work, f"{game}-{view}", model, {**experiment, "view": view},
-                                                **common))
-            for view_name, view in (("before", "rendered"), ("after", "conversation"))}
+    variants = [("before", "rendered", False), ("after", "conversation", False)]
+    variants += [("recomputed", "conversation", True)] if checkpointing else []
+    return {name: run_online(online_config(work, f"{game}-{name}", model, {**experiment, "view": view},
+                                           **{**common, "gradient_checkpointing": recompute}))
+            for name, view, recompute in variants}
 
 
 def sft_start(work: Path, model: str) -> str:
@@ -328,7 +335,8 @@ def main(argv: list[str] | None = None) -> None:
             found = ppo_part(work, model, models_file, args.steps, args.games, args.textworld_adapter,
                              window=not args.no_window)
         elif part in VIEW_GAMES:
-            found = views_part(part, work, model, models_file, args.steps, args.games, args.warm_steps)
+            found = views_part(part, work, model, models_file, args.steps, args.games, args.warm_steps,
+                               args.checkpointing)
         elif part in ("sft", "dpo"):
             found = trl_part(part, work, model, args.steps)
         else:
@@ -344,6 +352,8 @@ def main(argv: list[str] | None = None) -> None:
             show(part, variant, medians[variant])
         if "after" in medians:
             medians["ratios"] = ratios(part, medians["before"], medians["after"])
+        if "recomputed" in medians:
+            medians["ratios_recomputed"] = ratios(f"{part} (recomputed)", medians["before"], medians["recomputed"])
         if "window" in medians:
             medians["ratios_window"] = ratios(f"{part} (window)", medians["before"], medians["window"])
         if "groups" in medians:  # 4 groups a step: per game

@@ -38,42 +38,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def measure(ctx: Any, view: str, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, float], list[str]]:
-    """One view: demonstrations, the warm start, its held-out games."""
-    from sparring.learning.experiments.textarena_tictactoe import (
-        DEMO_START,
-        ENV,
-        MAX_LIVE,
-        OPPONENT,
-        score_games,
-    )
-    from sparring.train.config import LoraSettings, TrainSettings
-    from sparring.train.export import sft_rows
-    from sparring.train.trainers import train_sft
+    """One view: demonstrations and the warm start as `textarena-tictactoe` trains it (the same
+    moves in both views: a conversation-view row is a whole game), its held-out games."""
+    from sparring.learning.experiments.textarena_tictactoe import evaluate, warm_start
 
-    demos = ctx.play({"game": "textarena", "game_args": {"env_id": ENV}, "view": view,
-                      "dataset": {"name": "seeds", "split": "train", "args": {"n": args.demos, "start": DEMO_START}},
-                      "agents": {"a": {"role": "player", "model": OPPONENT}, "b": {"role": "player", "model": OPPONENT}},
-                      "tournament": {"type": "custom", "matchups": [["a", "b"]], "flip": False},
-                      "run": {"seed": 0, "max_live": MAX_LIVE}}, f"demos-{view}")
-    rows = sft_rows(demos.records)
-    # the same moves trained in both views: a conversation-view row is a whole game (the exporter
-    # joins a game whose calls extend), a rendered one a single move
-    moves_per_row = sum(int(r["meta"].get("turns", 1)) for r in rows) / max(1, len(rows))
-    steps = max(1, round(args.steps / moves_per_row))
-    settings = TrainSettings(model=ctx.model, method="sft", learning_rate=5e-4, max_steps=steps, batch_size=4,
-                             max_length=2048, lora=LoraSettings(r=8, alpha=16))
-    result = train_sft(rows, settings, ctx.out / "adapters" / f"warm-{view}")
-    alias = ctx.register(f"warm-{view}", result.adapter)
-    played = ctx.play({"game": "textarena", "game_args": {"env_id": ENV}, "view": view,
-                       "dataset": {"name": "seeds", "split": "test", "args": {"n": args.heldout}},
-                       "agents": {"policy": {"role": "player", "model": alias,
-                                             "sampling": {"temperature": 0.7, "max_new_tokens": 16}},
-                                  "opponent": {"role": "player", "model": OPPONENT}},
-                       "tournament": {"type": "custom", "matchups": [["policy", "opponent"]], "flip": True},
-                       "run": {"seed": 0, "max_live": MAX_LIVE}}, f"heldout-{view}")
-    scored, per = score_games(played.records)
-    figures = {"rows": result.rows, "moves_per_row": moves_per_row, "sft_steps": result.steps,
-               "sft_loss": result.loss, "games": len(played.records), "win_rate": scored["win_rate"],
+    size = {"demos": args.demos, "demo_steps": args.steps, "heldout": args.heldout, "tokens": 16, "view": view}
+    adapter, info, demos = warm_start(ctx, size)
+    alias = ctx.register(f"warm-{view}", adapter)
+    scored, per, played = evaluate(ctx, alias, f"heldout-{view}", size)
+    figures = {"rows": info["rows"], "moves_per_row": info["moves_per_row"], "sft_steps": info["steps"],
+               "sft_loss": info["loss"], "games": len(played.records), "win_rate": scored["win_rate"],
                "draw_rate": scored["draw_rate"], "refused_move_share": scored["invalid_move_share"]}
     return figures, per, sorted({r.instance_id for r in demos.records})
 

@@ -237,6 +237,19 @@ def disable_dropout(model: Any) -> int:
     return len(found)
 
 
+def prepare_training(model: Any, no_dropout: bool, checkpointing: bool) -> None:
+    """Ready a loaded policy for training passes: every dropout off (`disable_dropout`), and
+    activation checkpointing (non-reentrant: no input needs a gradient) by the name the installed
+    transformers gives it (`activation_checkpointing_enable` from 5.24, the deprecated
+    `gradient_checkpointing_enable` before)."""
+    if no_dropout:
+        disable_dropout(model)
+    if checkpointing and hasattr(model, "activation_checkpointing_enable"):
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    elif checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+
+
 @contextmanager
 def merged_adapter(model: Any, on_switch: Callable[[], None]) -> Iterator[None]:
     """The active LoRA adapter folded into the base weights for the block (PEFT's `merge_adapter`:

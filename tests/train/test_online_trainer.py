@@ -111,25 +111,33 @@ def test_grpo_on_sparrings_trainer_needs_no_scoring_pass_and_reports_where_the_s
 @pytest.mark.parametrize("algorithm", ["ppo", "grpo"])
 def test_the_shared_prefix_and_rollout_logprobs_leave_the_losses_unchanged(tmp_path, algorithm):
     """Old path (every row padded in full, a scoring pass for the old log-probs) vs new (the shared
-    prefix once, the rollout's log-probs): the same episodes, the same losses to 1e-5."""
+    prefix once, the rollout's log-probs) vs new with activations recomputed in the backward
+    (`gradient_checkpointing: true`: its training passes run every row in full, transformers drops
+    the key/value cache they would share): the same episodes, the same losses to 1e-5."""
     ppo = {"kl_coef": 0.0, "ppo_epochs": 2, "minibatch_size": 3} if algorithm == "ppo" else {}
-    losses = {}
+    losses, checkpointing = {}, {}
     for name, extra in (("old", {"share_prefix": False, "rollout_logprobs": False}),
-                        ("new", {"share_prefix": True, "rollout_logprobs": True})):
+                        ("new", {"share_prefix": True, "rollout_logprobs": True}),
+                        ("recomputed", {"gradient_checkpointing": True})):
         base = tmp_path / name
         base.mkdir()
         arena, trainer = trainer_for(config_file(base, algorithm=algorithm, ppo=ppo, **extra))
         try:
+            checkpointing[name] = any(getattr(m, "gradient_checkpointing", False) for m in trainer.model.modules())
             losses[name] = [trainer.train_step(s) for s in range(2)]
         finally:
             arena.close()
-    for old, new in zip(losses["old"], losses["new"], strict=True):
-        assert old["reward"] == new["reward"] and old["trained_tokens"] == new["trained_tokens"]
+    assert checkpointing == {"old": False, "new": False, "recomputed": True}
+    for old, new, recomputed in zip(losses["old"], losses["new"], losses["recomputed"], strict=True):
+        assert old["reward"] == new["reward"] == recomputed["reward"]
+        assert old["trained_tokens"] == new["trained_tokens"] == recomputed["trained_tokens"]
         for key in ("pg_loss", "entropy", "vf_loss") if algorithm == "ppo" else ("pg_loss", "entropy"):
             assert new[key] == pytest.approx(old[key], abs=1e-5), key
+            assert recomputed[key] == pytest.approx(old[key], abs=1e-5), key
         assert new["cost/forward_tokens"] < old["cost/forward_tokens"]  # fewer tokens through the model
         # GRPO needs no scoring pass at all; PPO keeps one for its values (without the output layer)
         assert new["cost/scoring_passes"] < old["cost/scoring_passes"] or algorithm == "ppo"
+        assert recomputed["cost/training_tokens"] > new["cost/training_tokens"]  # no shared prefix in training
 
 
 @pytest.mark.slow

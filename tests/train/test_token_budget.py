@@ -41,3 +41,30 @@ def test_the_setting_takes_a_number_auto_or_null():
     for bad in (0, "big"):
         with pytest.raises(ValidationError, match="micro_batch_tokens"):
             OnlineConfig.model_validate({**base, "micro_batch_tokens": bad})
+
+
+def test_recomputed_activations_cost_a_fraction_a_position_and_the_same_gradients():
+    """`gradient_checkpointing: true` (`prepare_training`): a forward keeps only each layer's input
+    for the backward, so the measured cost a position falls (the budget grows with it), and the
+    backward recomputes the layers to the same gradients."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from sparring.models.tiny import tiny_model
+    from sparring.train.online.trainer.budget import bytes_per_position
+    from sparring.train.policy import prepare_training
+
+    grads, per = {}, {}
+    for on in (False, True):
+        torch.manual_seed(0)
+        model, _ = tiny_model(seed=0, vocab=1024, num_layers=4)
+        model = get_peft_model(model, LoraConfig(r=4, target_modules=["q_proj", "v_proj"], lora_dropout=0.1))
+        prepare_training(model, no_dropout=True, checkpointing=on)
+        assert {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)} == {0.0}
+        per[on] = bytes_per_position(model, "cpu")
+        model.train()
+        ids = torch.randint(0, 1024, (2, 40), generator=torch.Generator().manual_seed(1))
+        torch.log_softmax(model(input_ids=ids).logits, -1)[..., 7].sum().backward()
+        grads[on] = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
+    assert per[True] < 0.6 * per[False]
+    assert torch.allclose(grads[True], grads[False], atol=1e-6)

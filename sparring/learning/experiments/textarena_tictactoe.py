@@ -46,7 +46,7 @@ def _dataset(split: str, n: int) -> dict[str, Any]:
 
 
 def _match(model: str, size: dict[str, Any], temperature: float, split: str, n: int) -> dict[str, Any]:
-    return {"game": "textarena", "game_args": {"env_id": ENV}, "dataset": _dataset(split, n),
+    return {"game": "textarena", "game_args": {"env_id": ENV}, "dataset": _dataset(split, n), "view": size.get("view"),
             "agents": {"policy": {"role": "player", "model": model,
                                   "sampling": {"temperature": temperature, "max_new_tokens": size["tokens"]}},
                        "opponent": {"role": "player", "model": OPPONENT}},
@@ -56,23 +56,31 @@ def _match(model: str, size: dict[str, Any], temperature: float, split: str, n: 
 
 def warm_start(ctx: Context, size: dict[str, Any]) -> tuple[str, dict[str, Any], Played]:
     """SFT on the random legal player's moves in games against itself on training seeds (their
-    own seed range, beyond the iterations')."""
+    own seed range, beyond the iterations'), in the size's `view` (default rendered). The steps
+    train `demo_steps` x 4 moves in either view: a conversation-view row is a whole game (the
+    exporter joins a game whose calls extend), a rendered one a single move."""
     from sparring.train.config import LoraSettings, TrainSettings
     from sparring.train.export import sft_rows
     from sparring.train.trainers import train_sft
 
-    cfg = {"game": "textarena", "game_args": {"env_id": ENV},
+    view = size.get("view") or "rendered"
+    cfg = {"game": "textarena", "game_args": {"env_id": ENV}, "view": view,
            "dataset": {"name": "seeds", "split": "train", "args": {"n": size["demos"], "start": DEMO_START}},
            "agents": {"a": {"role": "player", "model": OPPONENT}, "b": {"role": "player", "model": OPPONENT}},
            "tournament": {"type": "custom", "matchups": [["a", "b"]], "flip": False},
            "run": {"seed": 0, "max_live": MAX_LIVE}}
-    demos = ctx.play(cfg, "tictactoe-demonstrations")
+    suffix = "" if view == "rendered" else f"-{view}"
+    demos = ctx.play(cfg, f"tictactoe-demonstrations{suffix}")
     rows = sft_rows(demos.records)
-    settings = TrainSettings(model=ctx.model, method="sft", learning_rate=5e-4, max_steps=size["demo_steps"],
-                             batch_size=4, max_length=1024, lora=LoraSettings(r=8, alpha=16))
-    result = train_sft(rows, settings, ctx.out / "adapters" / "tictactoe-warm")
+    moves_per_row = sum(int(r["meta"].get("turns", 1)) for r in rows) / max(1, len(rows))
+    steps = size["demo_steps"] if view == "rendered" else max(1, round(size["demo_steps"] / moves_per_row))
+    settings = TrainSettings(model=ctx.model, method="sft", learning_rate=5e-4, max_steps=steps,
+                             batch_size=4, max_length=1024 if view == "rendered" else 2048,
+                             lora=LoraSettings(r=8, alpha=16))
+    result = train_sft(rows, settings, ctx.out / "adapters" / f"tictactoe-warm{suffix}")
     return str(result.adapter), {"rows": result.rows, "steps": result.steps, "loss": result.loss,
-                                 "games": len(demos.records)}, demos
+                                 "games": len(demos.records), "view": view,
+                                 "moves_per_row": round(moves_per_row, 2)}, demos
 
 
 def _loop_config(ctx: Context, size: dict[str, Any], warm: str) -> Any:

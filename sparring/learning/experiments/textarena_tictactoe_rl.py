@@ -1,5 +1,6 @@
 """Experiment: TextArena TicTacToe against a random legal player, learnt from reward — GRPO on
-sparring's trainer from the demonstrator warm start of `textarena-tictactoe`.
+sparring's trainer from a demonstrator warm start as `textarena-tictactoe`'s, every game in the
+conversation view (a chat that only grows: each game trains as one sequence, issue #59).
 
 The expert iteration of `textarena-tictactoe` cut refused moves (0.91 -> 0.41) but not losses: a
 refused move past TextArena's allowance loses the game, and SFT on accepted moves reinforced a fixed
@@ -7,7 +8,7 @@ opening. Here the learner's reward is the game's (win 1, draw 0, loss -1) minus 
 move, and the refused moves themselves are trained with their game's advantage (`train_rejected`),
 so a move TextArena refuses is pushed down where it was written. Groups are games of one seed and
 seat against `textarena-random` (the same board), both seats trained. The start (the warm start
-adapter, reused when the suite registered it) and the trained policy play the same held-out seeds
+adapter, reused when an earlier invocation registered it) and the trained policy play the same held-out seeds
 (TextArena's test range, disjoint from every training seed: checked) from both seats, T=0.7 as
 `textarena-tictactoe` evaluates: win rate (Wilson), refused-move share, paired per (seed, seat).
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sparring.learning.arms import AS_MEASURED, Measured, run_arm
+from sparring.learning.arms import Measured, run_arm
 from sparring.learning.context import Context
 from sparring.learning.experiments.textarena_tictactoe import ENV, MAX_LIVE, OPPONENT, evaluate, warm_start
 from sparring.learning.experiments.textarena_tictactoe import SIZES as EI_SIZES
@@ -26,22 +27,23 @@ from sparring.learning.report import plot_training, training_panels
 from sparring.learning.results import Experiment, Stage
 
 SIZES: dict[str, dict[str, Any]] = {
-    "quick": {**EI_SIZES["quick"], "train": 8, "steps": 1, "generations": 2, "prompts": 1},
-    # full: the warm start of textarena-tictactoe (24 SFT steps; reused when registered), then 15 GRPO
-    # steps of 8 games (4 of a seed and seat, 2 seeds), 128 held-out games per evaluation. A step costs
-    # ~2 minutes alone (every move re-reads the game so far: ~100 model tokens per trained token),
-    # so 15 steps, not 30, keep the experiment within its hour
-    "full": {**EI_SIZES["full"], "train": 400, "steps": 15, "generations": 4, "prompts": 2},
+    "quick": {**EI_SIZES["quick"], "train": 8, "steps": 1, "generations": 2, "prompts": 1, "view": "conversation"},
+    # full: a warm start of `textarena-tictactoe`'s size in the conversation view (its 24 x 4 moves:
+    # a row is a whole game), then 30 GRPO steps of 8 games (4 of a seed and seat, 2 seeds), 128
+    # held-out games per evaluation. The game is a chat that only grows (issue #59), so each game
+    # trains as one sequence: the 2026-11-28 run re-read the game at every move (94 model tokens per
+    # trained token, ~2 minutes a step alone) and was cut to 15 steps to fit its hour
+    "full": {**EI_SIZES["full"], "train": 400, "steps": 30, "generations": 4, "prompts": 2, "view": "conversation"},
 }
 LEARNING_RATE = 2e-4
-WARM_STAGE = "tictactoe-warm"
+WARM_STAGE = "tictactoe-warm-conversation"  # textarena-tictactoe's own warm start (`tictactoe-warm`) is rendered
 # the per-step curves drawn for the page (OUT/curves/textarena-tictactoe-rl-training.png)
 TRAINING_PANELS = training_panels("win 1 / loss -1, -0.1 a refused move",
                                   {"reward/Player 0": "reward, first to move", "reward/Player 1": "reward, second to move"})
 
 
 def arm_config(ctx: Context, size: dict[str, Any], start: str) -> dict[str, Any]:
-    experiment = {"game": "textarena", "game_args": {"env_id": ENV},
+    experiment = {"game": "textarena", "game_args": {"env_id": ENV}, "view": size["view"],
                   "dataset": {"name": "seeds", "split": "train", "args": {"n": size["train"]}},
                   "models_file": str(ctx.models_file.resolve()),
                   "agents": {"learner": {"role": "player", "model": "learner",
@@ -53,9 +55,10 @@ def arm_config(ctx: Context, size: dict[str, Any], start: str) -> dict[str, Any]
             "learner_agent": "learner", "experiment": experiment, "seats": [0, 1],
             "num_generations": size["generations"], "prompts_per_step": size["prompts"], "max_steps": size["steps"],
             "learning_rate": LEARNING_RATE, "beta": 0.0, "format_penalty": 0.1, "train_rejected": True,
-            # 2 games a forward/backward: a game's history is ~1.5k tokens, and the first full run, at
-            # the default 8, was killed by the OOM killer at 24 GB in its second step
-            "micro_batch_size": 2, "save_steps": 5, "seed": 0, "lr_scheduler_type": "constant", **AS_MEASURED}
+            # the trainer's defaults otherwise: a token budget per forward measured from memory
+            # (the 2026-11-28 run, at 8 rendered games a forward, was killed by the OOM killer at 24
+            # GB), no dropout in training passes, the adapter merged for the rollout
+            "save_steps": 5, "seed": 0, "lr_scheduler_type": "constant"}
 
 
 def _measured(metrics: dict[str, Any], per: dict[str, float], played: Any) -> Measured:
@@ -96,8 +99,10 @@ def run(ctx: Context) -> Experiment:
                      stage="grpo", step=size["steps"], start=start_m)
     plot_training({"grpo": result.curves()}, ctx.out / "curves" / "textarena-tictactoe-rl-training.png",
                   TRAINING_PANELS)
-    exp.notes.append(f"start: {'the warm start textarena-tictactoe registered' if warm_info.get('reused') else 'SFT on '}"
-                     f"{'' if warm_info.get('reused') else str(warm_info.get('rows')) + ' random-player moves'}")
+    exp.notes.append("start: the warm start an earlier invocation into this output registered" if warm_info.get("reused")
+                     else f"start: SFT in the {warm_info['view']} view, {warm_info['steps']} steps of 4 rows "
+                     f"({warm_info['moves_per_row']} random-player moves a row, {warm_info['rows']} rows)")
+    exp.notes.append(f"view: {size['view']} (training and held-out games)")
     exp.notes.append(f"GRPO: {size['steps']} steps of {size['generations'] * size['prompts']} games against {OPPONENT} "
                      f"(lr {LEARNING_RATE}, beta 0, refused moves trained with a 0.1 penalty each)")
     exp.wall_s = time.perf_counter() - begin

@@ -16,9 +16,9 @@ then, for every trained seat of every game:
    `ppo.ppo_epochs` passes of minibatches of `ppo.minibatch_size` sequences, an optimizer step each;
    GRPO one optimizer step per step, its sequences `micro_batch_size` at a time (accumulated), the
    loss normalised by the step's trained tokens (DAPO, TRL's default).
-Every pass runs the prefix its batch shares once (`forward.py`), and every step reports where its
-time and tokens went (`step_cost.py`). The parts: what a step plays (`collect.py`), its
-micro-batches (`batches.py`), the credit
+Every pass runs the prefix its batch shares once (`forward.py`; training passes not under
+`gradient_checkpointing`), and every step reports where its time and tokens went (`step_cost.py`).
+The parts: what a step plays (`collect.py`), its micro-batches (`batches.py`), the credit
 (`advantages.py`), the loss (`losses.py`), the optimizer (`optim.py`), checkpoints
 (`checkpoint.py`); the run around it (steps, evaluation, checkpoints) is `run.py`.
 """
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import random
 import warnings
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,7 @@ class OnlineTrainer:
         from sparring.train.online.rollout import LEARNER, EpisodeRollout, prompt_rows
         from sparring.train.online.trainer.advantages import Baselines
         from sparring.train.online.trainer.opponents import Opponents
-        from sparring.train.policy import disable_dropout, load_policy, lora_config, with_new_adapter
+        from sparring.train.policy import load_policy, lora_config, prepare_training, with_new_adapter
 
         self.config, self.file, self.arena, self.out = config, file, arena, out
         self.ppo = config.ppo
@@ -91,8 +91,10 @@ class OnlineTrainer:
             model = with_new_adapter(model, lora_config(settings))
         if not hasattr(model, "peft_config"):
             raise SparringError("the online trainer trains a LoRA adapter: set `lora` (or `adapter`)")
-        if config.disable_dropout:  # the training pass computes the policy the rollout sampled from
-            disable_dropout(model)
+        # no dropout: the training pass computes the policy the rollout sampled from; checkpointing drops
+        # the key/value cache, so training passes then share no prefix
+        prepare_training(model, config.disable_dropout, bool(config.gradient_checkpointing))
+        self.train_share_prefix = config.share_prefix and not config.gradient_checkpointing
         self.model = model
         self.lora_settings = settings
         self.device = next(model.parameters()).device
@@ -175,10 +177,12 @@ class OnlineTrainer:
                 c.items += items_of(e, seqs, player, record=rec)
         return c
 
-    def _batches(self, items: list[Item], size: int, generator: random.Random | None = None) -> list[list[Item]]:
+    def _batches(self, items: list[Item], size: int, generator: random.Random | None = None,
+                 share_prefix: bool | None = None) -> list[list[Item]]:
         from sparring.train.online.trainer.batches import micro_batches  # torch: imported when training
 
-        return micro_batches(items, size, generator, self.config.share_prefix, self.max_positions)
+        return micro_batches(items, size, generator, self.config.share_prefix if share_prefix is None else share_prefix,
+                             self.max_positions)
 
     def score(self, items: list[Item], cost: StepCost) -> None:
         """Old and reference log-probabilities and old values, without gradients — only the passes
@@ -223,10 +227,8 @@ class OnlineTrainer:
                         it.ref_logprobs = lp.tolist()
 
     def _reference(self) -> Any:
-        import contextlib
-
         if "ref" in self.model.peft_config:
-            @contextlib.contextmanager
+            @contextmanager
             def swap() -> Any:
                 self.model.set_adapter("ref")
                 try:
@@ -254,7 +256,7 @@ class OnlineTrainer:
         from sparring.train.online.trainer.forward import forward
 
         logprobs, values, entropies = forward(self.model, self.head, batch, self.temperature, self.pad_id,
-                                              with_entropy=True, share_prefix=self.config.share_prefix,
+                                              with_entropy=True, share_prefix=self.train_share_prefix,
                                               cost=cost, kind="training")
         return token_losses(batch, logprobs, values, entropies, self.credit, self.ppo, self.kl_coef,
                             with_kl=not self.is_ppo and self.kl_coef > 0)
@@ -266,10 +268,10 @@ class OnlineTrainer:
         self.model.train()
         with cost.part("training"):
             if self.is_ppo:
-                plan = [(self._batches(items, ppo.minibatch_size, random.Random(seed_of(cfg.seed, "minibatch", step, e))),
-                         True) for e in range(ppo.ppo_epochs)]
+                plan = [(self._batches(items, ppo.minibatch_size, random.Random(seed_of(cfg.seed, "minibatch", step, e)),
+                                       self.train_share_prefix), True) for e in range(ppo.ppo_epochs)]
             else:
-                plan = [(self._batches(items, cfg.micro_batch_size), False)]
+                plan = [(self._batches(items, cfg.micro_batch_size, share_prefix=self.train_share_prefix), False)]
             for batches, step_each in plan:
                 total = sum(len(it.positions) for it in items)
                 self.optimizer.zero_grad(set_to_none=True)

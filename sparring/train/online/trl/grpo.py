@@ -74,7 +74,7 @@ def train_trl(config: OnlineConfig, file: str, arena: Any, out: Path) -> Path:
                      learning_rate=config.learning_rate, beta=config.beta, logging_steps=config.logging_steps,
                      disable_dropout=config.disable_dropout,
                      **checkpoint_args(config.save_steps, config.save_total_limit), seed=config.seed,
-                     bf16=cuda, use_cpu=not cuda, **checkpointing_arg(config.gradient_checkpointing),
+                     bf16=cuda, use_cpu=not cuda, **checkpointing_arg(config.gradient_checkpointing is not False),
                      **trl_vllm_args(config.vllm), **tuning_args(config, out, "grpo"),
                      # turn credit hands TRL advantages already normalised within each group
                      **turn_credit_args(config))
