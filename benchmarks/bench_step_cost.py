@@ -110,11 +110,21 @@ def online_config(work: Path, name: str, model: str, experiment: dict[str, Any],
                                       "seed": 0, "lr_scheduler_type": "constant", **extra})
 
 
-def run_online(config: Any) -> list[dict[str, Any]]:
+def run_online(config: Any, own_process: bool = False) -> list[dict[str, Any]]:
+    """The run's step log. `own_process`: the run in a fresh process — a process's resident
+    high-water mark (the peak memory on a CPU) never falls, and the allocator keeps what an earlier
+    run freed, so runs in one process would each report the largest peak so far."""
     from sparring.train.online.launch import run_online
     from sparring.train.online.trl.grpo import read_log
 
-    run_online(config, "<benchmark>")
+    if own_process:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            pool.submit(run_online, config, "<benchmark>").result()
+    else:
+        run_online(config, "<benchmark>")
     out = Path(str(config.output_dir))
     if config.engine == "trl":
         return read_log(out / "rewards.jsonl")
@@ -199,7 +209,7 @@ def views_part(game: str, work: Path, model: str, models_file: str, steps: int, 
     variants = [("before", "rendered", False), ("after", "conversation", False)]
     variants += [("recomputed", "conversation", True)] if checkpointing else []
     return {name: run_online(online_config(work, f"{game}-{name}", model, {**experiment, "view": view},
-                                           **{**common, "gradient_checkpointing": recompute}))
+                                           **{**common, "gradient_checkpointing": recompute}), own_process=True)
             for name, view, recompute in variants}
 
 

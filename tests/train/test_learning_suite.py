@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -244,3 +245,30 @@ def test_two_suite_runs_compare_by_their_held_out_figures(tmp_path):
     script = Path(__file__).resolve().parents[2] / "scripts" / "run_learning.py"
     out = subprocess.run([sys.executable, str(script), "--compare", *files], capture_output=True, text=True)
     assert out.returncode == 1 and "1 not" in out.stdout
+
+
+def test_the_dpo_precheck_overrides_a_design_and_its_loop_samples_at_the_given_temperature(tmp_path):
+    """scripts/run_dpo_precheck.py: the experiment's arm with the command line's overrides (warm-start
+    steps, branch temperature, learning rate, iterations, the greedy check always on), which the
+    arm's loop config then uses; the experiment's own arm is left as it is."""
+    import importlib.util
+
+    from sparring.learning.context import Context
+    from sparring.learning.experiments import debate_dpo, debate_dpo_contrast
+
+    spec = importlib.util.spec_from_file_location("precheck", Path(__file__).parents[2] / "scripts" / "run_dpo_precheck.py")
+    precheck = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(precheck)
+    args = precheck.build_parser().parse_args(["--output", str(tmp_path), "--demo-steps", "42", "--temperature", "0.7",
+                                               "--learning-rate", "5e-5", "--iterations", "2"])
+    arm = precheck.design("debate-dpo-contrast", "full", args)
+    size = arm.sizes["full"]
+    assert (size["demo_steps"], size["iterations"], arm.temperature, arm.train["learning_rate"]) == (42, 2, 0.7, 5e-5)
+    assert arm.check and size["check"] == 8
+    assert debate_dpo_contrast.ARM.temperature == 0.9 and debate_dpo_contrast.ARM.sizes["full"]["demo_steps"] == -1
+    ctx = Context(out=tmp_path, size="full", model="smollm2-135m", label="smollm2-135m")
+    config = debate_dpo.loop_config(ctx, size, str(tmp_path / "warm"), arm)
+    assert config.selfplay["agents"]["policy"]["sampling"]["temperature"] == 0.7
+    assert config.iterations == 2 and config.train.learning_rate == 5e-5 and config.check.instances == 8
+    plain = precheck.design("debate-dpo", "quick", precheck.build_parser().parse_args(["--output", str(tmp_path)]))
+    assert plain.check and plain.sizes["quick"]["check"] == 1 and plain.temperature == 0.9

@@ -86,6 +86,7 @@ class Arm:
     controls: bool = False         # the extra-SFT, rejection-sampling SFT and Best-of-4 arms (debate_controls.py)
     model_judge: bool = False      # the base model itself as one more held-out judge (reads no story)
     check: bool = False            # the loop's greedy check on `size["check"]` training questions (loop/check.py)
+    temperature: float = 0.9       # the policy's sampling temperature in the branched debates
     description: str = ""
     target: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -131,7 +132,7 @@ def loop_config(ctx: Context, size: dict[str, Any], warm: str, arm: Arm = DEBATE
 
     agents: dict[str, Any] = {
         "policy": {"role": "debater", "model": ctx.label,
-                   "sampling": {"temperature": 0.9, "max_new_tokens": size["tokens"]}},
+                   "sampling": {"temperature": arm.temperature, "max_new_tokens": size["tokens"]}},
         "judge": {"role": "judge", "model": arm.judges.training}}
     tournament: dict[str, Any] = {"type": "self_play", "participants": ["policy"], "judges": ["judge"], "flip": True}
     if arm.opponent:  # the base model, greedy as in the held-out debates; only the policy's turns branch

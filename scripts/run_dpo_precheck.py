@@ -1,0 +1,102 @@
+#!/usr/bin/env python
+"""The pre-check of a debate DPO design before any held-out debate (issue #58): the design's warm
+start, then each iteration's branched play, pairs, training, pair fit and the greedy check on
+training prompts — the loop's own stages, stopped before its held-out games. What the full
+experiment costs most (96 held-out debates per stage under every judge, the control arms, the
+judge-accuracy table) is spent only on a design whose pairs fit and whose greedy speeches on the
+training questions quote at least as often as the warm start's.
+
+    python scripts/run_dpo_precheck.py --output runs/precheck                       # debate-dpo-contrast as it is
+    python scripts/run_dpo_precheck.py --output runs/precheck-v3 --demo-steps 42 --temperature 0.7
+    python scripts/run_dpo_precheck.py --suite quick --output /tmp/precheck          # a tiny model: runs, not a result
+
+A design is the experiment's arm with the overrides given (warm-start steps, the branch sampling
+temperature, the learning rate, the iterations). Writes OUTPUT/precheck.json (the warm start, and
+per iteration the pairs, the training result, the pair fit and the greedy check) and prints each
+check's paired differences; exit status 1 when a greedy check found the new policy's valid quotes
+per speech below the previous policy's (mean difference < 0), 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+ARMS = ("debate-dpo-contrast", "debate-dpo-evidence", "debate-dpo")
+STAGES = ("play", "export", "train", "register", "check")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--experiment", default="debate-dpo-contrast", choices=ARMS, help="the design to start from")
+    ap.add_argument("--suite", default="full", choices=("quick", "full"), help="the experiment's size")
+    ap.add_argument("--output", required=True, help="folder of the run (a rerun resumes its finished stages)")
+    ap.add_argument("--demo-steps", type=int, default=None, help="warm-start SFT steps (-1: one epoch)")
+    ap.add_argument("--temperature", type=float, default=None, help="the policy's sampling temperature in the "
+                    "branched debates")
+    ap.add_argument("--learning-rate", type=float, default=None, help="the DPO iterations' learning rate")
+    ap.add_argument("--iterations", type=int, default=1, help="DPO iterations to pre-check")
+    return ap
+
+
+def design(name: str, suite: str, args: argparse.Namespace) -> Any:
+    """The experiment's arm with the command line's overrides."""
+    from sparring.learning.experiments import debate_dpo, debate_dpo_contrast, debate_dpo_evidence
+
+    arm = {"debate-dpo-contrast": debate_dpo_contrast.ARM, "debate-dpo-evidence": debate_dpo_evidence.ARM,
+           "debate-dpo": debate_dpo.DEBATE_DPO}[name]
+    size = {**arm.sizes[suite], "iterations": args.iterations}
+    if args.demo_steps is not None:
+        size["demo_steps"] = args.demo_steps
+    if not arm.check or "check" not in size:
+        size.setdefault("check", 8 if suite == "full" else 1)
+    train = {**arm.train, **({"learning_rate": args.learning_rate} if args.learning_rate is not None else {})}
+    return replace(arm, sizes={**arm.sizes, suite: size}, train=train, check=True,
+                   temperature=args.temperature if args.temperature is not None else arm.temperature)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from rich.console import Console
+
+    from sparring.learning.context import Context
+    from sparring.learning.experiments.debate_dpo import loop_config, warm_start
+    from sparring.learning.suite import quick_model
+    from sparring.train.loop.driver import Loop
+    from sparring.train.step_cost import matmul_flops
+
+    console = Console()
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    arm = design(args.experiment, args.suite, args)
+    size = arm.sizes[args.suite]
+    model = quick_model(out) if args.suite == "quick" else "smollm2-135m"
+    ctx = Context(out=out, size=args.suite, model=model, label="tiny" if args.suite == "quick" else "smollm2-135m",
+                  flops=matmul_flops(), console=console)
+    ctx.load_adapters()
+    ctx.write_models()
+    report: dict[str, Any] = {"experiment": args.experiment, "suite": args.suite,
+                              "design": {"demo_steps": size["demo_steps"], "temperature": arm.temperature,
+                                         "learning_rate": arm.train["learning_rate"], "k": arm.k,
+                                         "dpo": arm.dpo, "export": arm.export, "check": size["check"]}}
+    adapter, report["warm"], _ = warm_start(ctx, size, arm)
+    loop = Loop(loop_config(ctx, size, adapter, arm), "<pre-check>", console=console)
+    loop.start()
+    fell = False
+    for k in range(1, args.iterations + 1):
+        found = {stage: loop.stage(k, stage) for stage in STAGES}
+        report[f"iteration {k}"] = found
+        quotes = ((found.get("check") or {}).get("diff") or {}).get("valid_quotes") or {}
+        fell = fell or float(quotes.get("diff", 0.0)) < 0
+    path = out / "precheck.json"
+    path.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
+    console.print(f"wrote {path}")
+    return 1 if fell else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
