@@ -248,7 +248,7 @@ def test_two_suite_runs_compare_by_their_held_out_figures(tmp_path):
 
 
 def test_the_dpo_precheck_overrides_a_design_and_its_loop_samples_at_the_given_temperature(tmp_path):
-    """scripts/run_dpo_precheck.py: the experiment's arm with the command line's overrides (warm-start
+    """scripts/debate_dpo_loop_check.py: the experiment's arm with the command line's overrides (warm-start
     steps, branch temperature, learning rate, iterations, the greedy check always on), which the
     arm's loop config then uses; the experiment's own arm is left as it is."""
     import importlib.util
@@ -256,7 +256,7 @@ def test_the_dpo_precheck_overrides_a_design_and_its_loop_samples_at_the_given_t
     from sparring.learning.context import Context
     from sparring.learning.experiments import debate_dpo, debate_dpo_contrast
 
-    spec = importlib.util.spec_from_file_location("precheck", Path(__file__).parents[2] / "scripts" / "run_dpo_precheck.py")
+    spec = importlib.util.spec_from_file_location("precheck", Path(__file__).parents[2] / "scripts" / "debate_dpo_loop_check.py")
     precheck = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(precheck)
     args = precheck.build_parser().parse_args(["--output", str(tmp_path), "--demo-steps", "42", "--temperature", "0.7",

@@ -1,14 +1,15 @@
 #!/usr/bin/env python
-"""The pre-check of a debate DPO design before any held-out debate (issue #58): the design's warm
-start, then each iteration's branched play, pairs, training, pair fit and the greedy check on
-training prompts — the loop's own stages, stopped before its held-out games. What the full
-experiment costs most (96 held-out debates per stage under every judge, the control arms, the
-judge-accuracy table) is spent only on a design whose pairs fit and whose greedy speeches on the
-training questions quote at least as often as the warm start's.
+"""The pre-check of a whole debate DPO design before any held-out debate (issue #58): the design's
+warm start, then each iteration's branched play, pairs, training, pair fit and the greedy check on
+training prompts — the loop's own stages, stopped before its held-out games. (`debate_dpo_precheck.py`
+compares loss variants on one set of pairs, outside the loop; this runs a design as the experiment
+would.) What the full experiment costs most (96 held-out debates per stage under every judge, the
+control arms, the judge-accuracy table) is spent only on a design whose pairs fit and whose greedy
+speeches on the training questions quote at least as often as the warm start's.
 
-    python scripts/run_dpo_precheck.py --output runs/precheck                       # debate-dpo-contrast as it is
-    python scripts/run_dpo_precheck.py --output runs/precheck-v3 --demo-steps 42 --temperature 0.7
-    python scripts/run_dpo_precheck.py --suite quick --output /tmp/precheck          # a tiny model: runs, not a result
+    python scripts/debate_dpo_loop_check.py --output runs/loop-check                  # debate-dpo-contrast as it is
+    python scripts/debate_dpo_loop_check.py --output runs/loop-check-v3 --demo-steps 42 --temperature 0.7
+    python scripts/debate_dpo_loop_check.py --suite quick --output /tmp/loop-check    # a tiny model: runs, not a result
 
 A design is the experiment's arm with the overrides given (warm-start steps, the branch sampling
 temperature, the learning rate, the iterations). Writes OUTPUT/precheck.json (the warm start, and
