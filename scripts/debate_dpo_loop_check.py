@@ -8,7 +8,7 @@ control arms, the judge-accuracy table) is spent only on a design whose pairs fi
 speeches on the training questions quote at least as often as the warm start's.
 
     python scripts/debate_dpo_loop_check.py --output runs/loop-check                  # debate-dpo-contrast as it is
-    python scripts/debate_dpo_loop_check.py --output runs/loop-check-v3 --demo-steps 42 --temperature 0.7
+    python scripts/debate_dpo_loop_check.py --output runs/loop-check-v3 --demo-steps 42 --temperature 0.7 --heldout
     python scripts/debate_dpo_loop_check.py --suite quick --output /tmp/loop-check    # a tiny model: runs, not a result
 
 A design is the experiment's arm with the overrides given (warm-start steps, the branch sampling
@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "branched debates")
     ap.add_argument("--learning-rate", type=float, default=None, help="the DPO iterations' learning rate")
     ap.add_argument("--iterations", type=int, default=1, help="DPO iterations to pre-check")
+    ap.add_argument("--heldout", action="store_true", help="then the experiment's held-out debates of the warm "
+                    "start and each iteration (the policy against the base model, every held-out question both "
+                    "ways, under every judge), paired per question against the warm start")
     return ap
 
 
@@ -58,6 +61,28 @@ def design(name: str, suite: str, args: argparse.Namespace) -> Any:
     train = {**arm.train, **({"learning_rate": args.learning_rate} if args.learning_rate is not None else {})}
     return replace(arm, sizes={**arm.sizes, suite: size}, train=train, check=True,
                    temperature=args.temperature if args.temperature is not None else arm.temperature)
+
+
+def heldout(ctx: Any, arm: Any, size: dict[str, Any], warm: str, loop: Any, iterations: int) -> dict[str, Any]:
+    """The experiment's held-out evaluation (`debate_eval.evaluate`) of the warm start and each
+    iteration; each iteration − the warm start, paired per held-out question, under every judge."""
+    from sparring.learning.debate_eval import Measured, evaluate
+    from sparring.learning.experiments.debate_dpo import arm_judges
+    from sparring.learning.results import paired
+
+    judges, measured = arm_judges(ctx, arm), Measured()
+    stages = {f"{arm.runs}-warm": warm, **{f"{arm.name}-{k}": loop.state["iterations"][str(k)]["train"]["adapter"]
+                                          for k in range(1, iterations + 1)}}
+    out: dict[str, Any] = {}
+    for name, adapter in stages.items():
+        out[name], _, _ = evaluate(ctx, ctx.register(name, adapter), name, size, judges, measured)
+    warm_stage = f"{arm.runs}-warm"
+    for name in list(stages)[1:]:
+        for label in (judges.training_label, *(j.label for j in judges.held_out)):
+            d = out[f"{name} - warm start ({label})"] = paired(measured.per[label][warm_stage], measured.per[label][name])
+            print(f"{name} - warm start, mean judge probability ({label}): {d['mean_diff']:+.3f} "
+                  f"[{d['mean_diff_ci_low']:+.3f}, {d['mean_diff_ci_high']:+.3f}] over {d['n']} questions")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,7 +109,14 @@ def main(argv: list[str] | None = None) -> int:
                               "design": {"demo_steps": size["demo_steps"], "temperature": arm.temperature,
                                          "learning_rate": arm.train["learning_rate"], "k": arm.k,
                                          "dpo": arm.dpo, "export": arm.export, "check": size["check"]}}
-    adapter, report["warm"], _ = warm_start(ctx, size, arm)
+    path = out / "precheck.json"
+    previous = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    warm_dir = out / "adapters" / f"{arm.runs}-warm"
+    if previous.get("warm") and previous.get("design") == json.loads(json.dumps(report["design"])) \
+            and (warm_dir / "adapter_config.json").is_file():  # a rerun (e.g. --heldout) keeps the warm start
+        adapter, report["warm"] = str(warm_dir), previous["warm"]
+    else:
+        adapter, report["warm"], _ = warm_start(ctx, size, arm)
     loop = Loop(loop_config(ctx, size, adapter, arm), "<pre-check>", console=console)
     loop.start()
     fell = False
@@ -93,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         report[f"iteration {k}"] = found
         quotes = ((found.get("check") or {}).get("diff") or {}).get("valid_quotes") or {}
         fell = fell or float(quotes.get("diff", 0.0)) < 0
-    path = out / "precheck.json"
+    if args.heldout:
+        report["heldout"] = heldout(ctx, arm, size, adapter, loop, args.iterations)
     path.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
     console.print(f"wrote {path}")
     return 1 if fell else 0

@@ -165,6 +165,15 @@ def run(ctx: Context) -> Experiment:
     return run_arm(ctx, DEBATE_DPO)
 
 
+def arm_judges(ctx: Context, arm: Arm) -> Judges:
+    """The arm's judges, with the base model as one more held-out judge where the arm asks for it
+    (it judges the transcript: no judge's view holds the story)."""
+    if not arm.model_judge:
+        return arm.judges
+    return Judges(arm.judges.training, arm.judges.training_label,
+                  (*arm.judges.held_out, HeldOutJudge("model", "base model judge, held out", ctx.label)))
+
+
 def run_arm(ctx: Context, arm: Arm) -> Experiment:
     """The whole experiment of one arm: base, warm start, the DPO iterations, each measured on the
     held-out debates under every judge; pairs fitted and behaviours per stage in the stages' info."""
@@ -173,10 +182,7 @@ def run_arm(ctx: Context, arm: Arm) -> Experiment:
     from sparring.train.loop.driver import Loop
 
     size = arm.sizes[ctx.size]
-    judges = arm.judges
-    if arm.model_judge:  # the base model judging the transcript (no judge's view holds the story)
-        judges = Judges(judges.training, judges.training_label,
-                        (*judges.held_out, HeldOutJudge("model", "base model judge, held out", ctx.label)))
+    judges = arm_judges(ctx, arm)
     start = time.perf_counter()
     measured = Measured()
     base_m, base_per, base_played = evaluate(ctx, ctx.label, f"{arm.runs}-base", size, judges, measured)
