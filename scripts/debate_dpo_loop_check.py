@@ -65,7 +65,8 @@ def design(name: str, suite: str, args: argparse.Namespace) -> Any:
 
 def heldout(ctx: Any, arm: Any, size: dict[str, Any], warm: str, loop: Any, iterations: int) -> dict[str, Any]:
     """The experiment's held-out evaluation (`debate_eval.evaluate`) of the warm start and each
-    iteration; each iteration − the warm start, paired per held-out question, under every judge."""
+    iteration; each iteration − the warm start and − the iteration before, paired per held-out
+    question, under every judge."""
     from sparring.learning.debate_eval import Measured, evaluate
     from sparring.learning.experiments.debate_dpo import arm_judges
     from sparring.learning.results import paired
@@ -76,11 +77,12 @@ def heldout(ctx: Any, arm: Any, size: dict[str, Any], warm: str, loop: Any, iter
     out: dict[str, Any] = {}
     for name, adapter in stages.items():
         out[name], _, _ = evaluate(ctx, ctx.register(name, adapter), name, size, judges, measured)
-    warm_stage = f"{arm.runs}-warm"
-    for name in list(stages)[1:]:
+    names = list(stages)
+    pairs = [(names[0], name) for name in names[1:]] + list(zip(names[1:], names[2:], strict=False))
+    for before, after in pairs:
         for label in (judges.training_label, *(j.label for j in judges.held_out)):
-            d = out[f"{name} - warm start ({label})"] = paired(measured.per[label][warm_stage], measured.per[label][name])
-            print(f"{name} - warm start, mean judge probability ({label}): {d['mean_diff']:+.3f} "
+            d = out[f"{after} - {before} ({label})"] = paired(measured.per[label][before], measured.per[label][after])
+            print(f"{after} - {before}, mean judge probability ({label}): {d['mean_diff']:+.3f} "
                   f"[{d['mean_diff_ci_low']:+.3f}, {d['mean_diff_ci_high']:+.3f}] over {d['n']} questions")
     return out
 
