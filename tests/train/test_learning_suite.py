@@ -259,16 +259,16 @@ def test_the_dpo_precheck_overrides_a_design_and_its_loop_samples_at_the_given_t
     spec = importlib.util.spec_from_file_location("precheck", Path(__file__).parents[2] / "scripts" / "debate_dpo_loop_check.py")
     precheck = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(precheck)
-    args = precheck.build_parser().parse_args(["--output", str(tmp_path), "--demo-steps", "42", "--temperature", "0.7",
+    args = precheck.build_parser().parse_args(["--output", str(tmp_path), "--demo-steps", "30", "--temperature", "0.5",
                                                "--learning-rate", "5e-5", "--iterations", "2"])
     arm = precheck.design("debate-dpo-contrast", "full", args)
     size = arm.sizes["full"]
-    assert (size["demo_steps"], size["iterations"], arm.temperature, arm.train["learning_rate"]) == (42, 2, 0.7, 5e-5)
+    assert (size["demo_steps"], size["iterations"], arm.temperature, arm.train["learning_rate"]) == (30, 2, 0.5, 5e-5)
     assert arm.check and size["check"] == 8
-    assert debate_dpo_contrast.ARM.temperature == 0.9 and debate_dpo_contrast.ARM.sizes["full"]["demo_steps"] == -1
+    assert debate_dpo_contrast.ARM.temperature == 0.7 and debate_dpo_contrast.ARM.sizes["full"]["demo_steps"] == 42
     ctx = Context(out=tmp_path, size="full", model="smollm2-135m", label="smollm2-135m")
     config = debate_dpo.loop_config(ctx, size, str(tmp_path / "warm"), arm)
-    assert config.selfplay["agents"]["policy"]["sampling"]["temperature"] == 0.7
+    assert config.selfplay["agents"]["policy"]["sampling"]["temperature"] == 0.5
     assert config.iterations == 2 and config.train.learning_rate == 5e-5 and config.check.instances == 8
     plain = precheck.design("debate-dpo", "quick", precheck.build_parser().parse_args(["--output", str(tmp_path)]))
     assert plain.check and plain.sizes["quick"]["check"] == 1 and plain.temperature == 0.9

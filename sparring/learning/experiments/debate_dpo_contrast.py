@@ -9,7 +9,11 @@ evidence judge trains) with what its run and the pre-check taught
 - loss: RPO (TRL's `[sigmoid, sft]`, weights 1:1) at learning rate 1e-4, one epoch per iteration:
   in the pre-check (training questions only) the chosen speech's log-ratio rose (+0.68, +0.30 on the
   tokens both speeches share) where sigmoid DPO at 1e-3 lowered it (-10.6);
-- the warm start trained to one full epoch of the demonstrations;
+- the warm start trained to convergence (design 3: 42 steps, 1.75 epochs of the demonstrations,
+  where design 2's extra-SFT control reached 0.91 valid quotes a speech; design 2's one epoch left
+  it at 0.47) and the branches sampled at temperature 0.7 (design 2: 0.9, whose chosen speeches
+  quoted less validly than the warm start's greedy ones); `scripts/debate_dpo_loop_check.py` ran
+  design 3's iterations and held-out debates first (docs/learning/debate-dpo-contrast.md);
 - controls: the warm start with as many more SFT steps as DPO took, SFT on the chosen speeches of
   iteration 1's pairs, and Best-of-4 under the training judge (`debate_controls.py`);
 - the loop's greedy check (`check`): before the held-out debates, the new and the previous policy
@@ -33,11 +37,12 @@ SIZES: dict[str, dict[str, Any]] = {
     # quick: the tiny random model never quotes, so every sibling scores alike: keep every pair (min_gap 0)
     "quick": {"train": 2, "heldout": 2, "iterations": 2, "tokens": 16, "max_pairs": 4, "max_length": 1024,
               "min_gap": 0.0, "max_steps": 1, "demo_steps": 1, "accuracy": 2, "check": 1},
-    # full: the pre-check's 24 training questions (96 branched debates, k = 4: 52 pairs there), one
-    # epoch of the 96 demonstrations for the warm start; 24 held-out questions = 96 debates per
-    # stage; the judge-accuracy table on 12 of them (both sides: 24 games per format and policy)
+    # full: the pre-check's 24 training questions (96 branched debates, k = 4: ~30 pairs at T 0.7),
+    # 42 SFT steps of 4 on the 96 demonstrations for the warm start (design 3); 24 held-out questions
+    # = 96 debates per stage; the judge-accuracy table on 12 of them (both sides: 24 games per format
+    # and policy)
     "full": {"train": 24, "heldout": 24, "iterations": 2, "tokens": 48, "max_pairs": 64, "max_length": 1024,
-             "min_gap": 0.1, "max_steps": -1, "demo_steps": -1, "accuracy": 12, "check": 8},
+             "min_gap": 0.1, "max_steps": -1, "demo_steps": 42, "accuracy": 12, "check": 8},
 }
 ARM = Arm(
     name="debate-dpo-contrast", runs="debate-contrast", judges=JUDGES, sizes=SIZES,
@@ -45,10 +50,10 @@ ARM = Arm(
     train={"learning_rate": 1e-4, "epochs": 1, "batch_size": 4},
     opponent=True, accuracy_table=True, measure_fit=True, k=4,
     export={"rejected": "worst", "max_similarity": 0.9, "held_back": 0.2, "seed": 0},
-    controls=True, model_judge=True, check=True,
-    description="Debate: SFT warm start (one epoch) on a scripted demonstrator's quoting speeches, then iterative "
-                "RPO against the scripted evidence judge from branched debates of the policy against the base "
-                "model (k = 4, best vs lowest sibling, gap >= 0.1, near copies dropped, 20% held back), against an "
+    controls=True, model_judge=True, check=True, temperature=0.7,
+    description="Debate: SFT warm start (42 steps, converged) on a scripted demonstrator's quoting speeches, then "
+                "iterative RPO against the scripted evidence judge from branched debates of the policy against the "
+                "base model (k = 4 at temperature 0.7, best vs lowest sibling, gap >= 0.1, near copies dropped, 20% held back), against an "
                 "extra-SFT control, SFT on the chosen speeches and Best-of-4; held-out debates re-judged by the "
                 "quote judge, the proof judge and the base model as judge (never used in training).",
     target="DPO iteration 2 - warm start, paired mean judge probability, > 0 with its 95% interval above 0 under at "
