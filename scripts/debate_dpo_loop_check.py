@@ -8,7 +8,7 @@ control arms, the judge-accuracy table) is spent only on a design whose pairs fi
 speeches on the training questions quote at least as often as the warm start's.
 
     python scripts/debate_dpo_loop_check.py --output runs/loop-check                  # debate-dpo-contrast as it is
-    python scripts/debate_dpo_loop_check.py --output runs/loop-check-v3 --demo-steps 42 --temperature 0.7 --heldout
+    python scripts/debate_dpo_loop_check.py --output runs/loop-check-v3 --demo-steps 42 --temperature 0.7 --heldout --control
     python scripts/debate_dpo_loop_check.py --suite quick --output /tmp/loop-check    # a tiny model: runs, not a result
 
 A design is the experiment's arm with the overrides given (warm-start steps, the branch sampling
@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "branched debates")
     ap.add_argument("--learning-rate", type=float, default=None, help="the DPO iterations' learning rate")
     ap.add_argument("--iterations", type=int, default=1, help="DPO iterations to pre-check")
+    ap.add_argument("--control", action="store_true", help="with --heldout: also the extra-SFT control (the warm "
+                    "start + as many more SFT steps on the demonstrations as the iterations' DPO took), held out, "
+                    "and the last iteration paired against it")
     ap.add_argument("--heldout", action="store_true", help="then the experiment's held-out debates of the warm "
                     "start and each iteration (the policy against the base model, every held-out question both "
                     "ways, under every judge), paired per question against the warm start")
@@ -63,22 +66,42 @@ def design(name: str, suite: str, args: argparse.Namespace) -> Any:
                    temperature=args.temperature if args.temperature is not None else arm.temperature)
 
 
-def heldout(ctx: Any, arm: Any, size: dict[str, Any], warm: str, loop: Any, iterations: int) -> dict[str, Any]:
-    """The experiment's held-out evaluation (`debate_eval.evaluate`) of the warm start and each
-    iteration; each iteration − the warm start and − the iteration before, paired per held-out
-    question, under every judge."""
+def extra_sft(ctx: Any, arm: Any, size: dict[str, Any], warm: str, loop: Any, iterations: int) -> tuple[str, str]:
+    """The extra-SFT control: the warm start + as many more SFT steps on the demonstrations as the
+    iterations' DPO took together (`debate_controls`' first arm). (stage name, adapter)."""
+    from sparring.learning.debate_controls import demo_sft_settings
+    from sparring.learning.experiments.debate_dpo import demonstrations
+    from sparring.train.export import ExportFilters, sft_rows
+    from sparring.train.trainers import train_sft
+
+    steps = max(1, sum(int(loop.state["iterations"][str(k)]["train"]["steps"]) for k in range(1, iterations + 1)))
+    name = f"{arm.runs}-extra-sft"
+    rows = sft_rows(demonstrations(ctx, size, arm).records, ExportFilters(agent="policy"))
+    result = train_sft(rows, demo_sft_settings(ctx, size, steps, warm), ctx.out / "adapters" / name)
+    print(f"extra-SFT control: the warm start + {result.steps} SFT steps on {result.rows} demonstration rows")
+    return name, str(result.adapter)
+
+
+def heldout(ctx: Any, arm: Any, size: dict[str, Any], warm: str, loop: Any, iterations: int,
+            control: tuple[str, str] | None = None) -> dict[str, Any]:
+    """The experiment's held-out evaluation (`debate_eval.evaluate`) of the warm start, each
+    iteration and the `control`; each iteration − the warm start and − the iteration before, the
+    control − the warm start and the last iteration − the control, paired per held-out question,
+    under every judge."""
     from sparring.learning.debate_eval import Measured, evaluate
     from sparring.learning.experiments.debate_dpo import arm_judges
     from sparring.learning.results import paired
 
     judges, measured = arm_judges(ctx, arm), Measured()
-    stages = {f"{arm.runs}-warm": warm, **{f"{arm.name}-{k}": loop.state["iterations"][str(k)]["train"]["adapter"]
-                                          for k in range(1, iterations + 1)}}
+    its = [f"{arm.name}-{k}" for k in range(1, iterations + 1)]
+    stages = {f"{arm.runs}-warm": warm, **{name: loop.state["iterations"][str(k)]["train"]["adapter"]
+                                          for k, name in enumerate(its, start=1)}, **dict([control] if control else [])}
     out: dict[str, Any] = {}
     for name, adapter in stages.items():
         out[name], _, _ = evaluate(ctx, ctx.register(name, adapter), name, size, judges, measured)
     names = list(stages)
-    pairs = [(names[0], name) for name in names[1:]] + list(zip(names[1:], names[2:], strict=False))
+    pairs = [(names[0], name) for name in names[1:]] + list(zip(its, its[1:], strict=False))
+    pairs += [(control[0], its[-1])] if control else []
     for before, after in pairs:
         for label in (judges.training_label, *(j.label for j in judges.held_out)):
             d = out[f"{after} - {before} ({label})"] = paired(measured.per[label][before], measured.per[label][after])
@@ -128,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         quotes = ((found.get("check") or {}).get("diff") or {}).get("valid_quotes") or {}
         fell = fell or float(quotes.get("diff", 0.0)) < 0
     if args.heldout:
-        report["heldout"] = heldout(ctx, arm, size, adapter, loop, args.iterations)
+        control = extra_sft(ctx, arm, size, adapter, loop, args.iterations) if args.control else None
+        report["heldout"] = heldout(ctx, arm, size, adapter, loop, args.iterations, control)
     path.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
     console.print(f"wrote {path}")
     return 1 if fell else 0

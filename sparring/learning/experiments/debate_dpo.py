@@ -106,6 +106,17 @@ DEBATE_DPO = Arm(
            "quotes that tie the answer to the question",))
 
 
+def demonstrations(ctx: Context, size: dict[str, Any], arm: Arm = DEBATE_DPO) -> Played:
+    """The scripted demonstrator's debates on the training questions (what the warm start and the
+    extra-SFT control train on); a stored run is resumed, not replayed."""
+    return ctx.play({"game": "debate", "game_args": GAME, "dataset": dataset("train", size["train"]),
+                     "agents": {"policy": {"role": "debater", "model": "debate-demonstrator"},
+                                "judge": {"role": "judge", "model": arm.judges.training}},
+                     "tournament": {"type": "self_play", "participants": ["policy"], "judges": ["judge"],
+                                    "flip": True},
+                     "run": {"seed": 0, "max_live": MAX_LIVE}}, f"{arm.runs}-demonstrations")
+
+
 def warm_start(ctx: Context, size: dict[str, Any], arm: Arm = DEBATE_DPO) -> tuple[str, dict[str, Any], Played]:
     """SFT on the scripted demonstrator's speeches in the training debates: the adapter, the
     training result's facts and the demonstration run."""
@@ -113,12 +124,7 @@ def warm_start(ctx: Context, size: dict[str, Any], arm: Arm = DEBATE_DPO) -> tup
     from sparring.train.export import ExportFilters, sft_rows
     from sparring.train.trainers import train_sft
 
-    demos = ctx.play({"game": "debate", "game_args": GAME, "dataset": dataset("train", size["train"]),
-                      "agents": {"policy": {"role": "debater", "model": "debate-demonstrator"},
-                                 "judge": {"role": "judge", "model": arm.judges.training}},
-                      "tournament": {"type": "self_play", "participants": ["policy"], "judges": ["judge"],
-                                     "flip": True},
-                      "run": {"seed": 0, "max_live": MAX_LIVE}}, f"{arm.runs}-demonstrations")
+    demos = demonstrations(ctx, size, arm)
     rows = sft_rows(demos.records, ExportFilters(agent="policy"))
     result = train_sft(rows, demo_sft_settings(ctx, size, size["demo_steps"]), ctx.out / "adapters" / f"{arm.runs}-warm")
     quotes = [float(q.get("n_valid") or 0) for r in demos.records if r.outcome
