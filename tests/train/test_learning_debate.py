@@ -43,7 +43,8 @@ def test_the_evidence_arm_trains_against_the_evidence_judge_and_holds_out_two_ot
 def test_the_contrast_arm_pairs_each_best_speech_with_its_worst_sibling_and_trains_rpo_gently(tmp_path, size):
     """Issue 58's recipe, from the pre-check: k = 4 siblings, the lowest-valued as rejected with a
     judge gap (0.1 at full size) and near copies dropped, 20% held back, RPO at 1e-4, the pair fit
-    measured; the warm start one full epoch; the controls and the model judge on."""
+    measured; design 3: the warm start trained to convergence (42 steps, 1.75 epochs) and the
+    branches sampled at temperature 0.7; the controls and the model judge on."""
     from sparring.train.loop.config import LoopConfig
 
     ctx = Context(out=tmp_path, size=size, model="smollm2-135m", label="smollm2-135m")
@@ -58,8 +59,9 @@ def test_the_contrast_arm_pairs_each_best_speech_with_its_worst_sibling_and_trai
     assert arm.controls and arm.model_judge and arm.accuracy_table
     # the greedy check on training prompts before the held-out debates (8 questions at full size)
     assert cfg.check is not None and cfg.check.instances == (8 if size == "full" else 1)
+    assert cfg.selfplay["agents"]["policy"]["sampling"]["temperature"] == 0.7
     if size == "full":
-        assert arm.sizes[size]["demo_steps"] == -1 and arm.sizes[size]["heldout"] * 4 == 96
+        assert arm.sizes[size]["demo_steps"] == 42 and arm.sizes[size]["heldout"] * 4 == 96
 
 
 def test_rejection_sampling_rows_are_the_chosen_speeches_of_the_pairs():
