@@ -101,7 +101,10 @@ def loop_plan(config: Any, file: str) -> dict[str, Any]:
         if not Path(w.file).expanduser().is_file():
             raise SparringError(f"{file}: warm_start.file {w.file!r} does not exist")
         rows = len(human_sft_rows(w.human, w.file, split=w.split, limit=w.limit))
-        plan["warm"] = {"rows": rows, "steps": steps_for(rows, config.train)}
+        plan["warm"] = {"rows": rows, "steps": steps_for(rows, w.settings(config.train))}
+    elif config.warm_start and config.warm_start.demonstrator is not None:
+        plan["warm"] = {"demonstrator": config.warm_start.demonstrator,
+                        "steps": steps_for(None, config.warm_start.settings(config.train))}
     with tempfile.TemporaryDirectory(prefix="sparring-dry-run-") as tmp_name:
         tmp = Path(tmp_name)
         user = read_yaml(config.models_file) if config.models_file else None
@@ -110,6 +113,8 @@ def loop_plan(config: Any, file: str) -> dict[str, Any]:
         (tmp / "models.yaml").write_text(yaml.safe_dump({"models": models}), encoding="utf-8")
         loop.dir = tmp  # the nested configs point at the temporary models file
         play = _experiment_plan(loop.play_experiment(1), tmp, "play")
+        if config.warm_start and config.warm_start.demonstrator is not None:
+            plan["warm"]["play"] = _experiment_plan(loop.demonstration_experiment(), tmp, "demonstrations")
         evaluation = _experiment_plan(loop.eval_experiment(config.iterations), tmp, "eval")
         if config.check is not None:
             plan["check"] = _experiment_plan(loop.check_experiment(1), tmp, "check")
@@ -140,6 +145,10 @@ def print_loop_plan(console: Console, plan: dict[str, Any]) -> None:
         console.print(f"already started: {', '.join(plan['done'])} (config unchanged; the run continues)")
     if "warm" in plan and "adapter" in plan["warm"]:
         console.print(f"warm start: the adapter {plan['warm']['adapter']}")
+    elif "warm" in plan and "demonstrator" in plan["warm"]:
+        demos = plan["warm"]["play"]
+        console.print(f"warm start: SFT on {demos['schedule']['episodes']} game(s) of the demonstrator "
+                      f"{plan['warm']['demonstrator']} on {demos['instances']} instance(s), {plan['warm']['steps']} step(s)")
     elif "warm" in plan:
         console.print(f"warm start: {plan['warm']['rows']} human SFT rows, {plan['warm']['steps']} step(s)")
     table = Table(title=f"{plan['iterations']} iteration(s), each (nothing loaded)", show_header=True)

@@ -43,19 +43,43 @@ class ExportSettings(Strict):
 
 class WarmStart(Strict):
     """Where ALIAS@0 starts: SFT on human games before the first iteration (the lm-selfplay warm
-    start, `file`), or a LoRA adapter trained elsewhere (`adapter`: e.g. SFT on demonstrations)."""
+    start, `file`), SFT on a demonstrator's games (`demonstrator`: the self-play games with that
+    model in the policy's seat, e.g. the scripted `debate-demonstrator`, so that DPO starts from a
+    policy that already samples what the judge rewards: docs/learning/debate-dpo-contrast.md), or a
+    LoRA adapter trained elsewhere (`adapter`). `train` changes the loop's trainer settings for the
+    warm start only (e.g. `{learning_rate: 5.0e-4, max_steps: 42, batch_size: 4}`)."""
 
     human: str = "dond"  # a game's human-data source (`Game.hooks.human_data`): dond, nyu, ...
     file: str | None = Field(None, description="data.txt (dond) or the NYU readable JSONL")
+    demonstrator: str | None = Field(None, description="a model name: it plays the policy's seat in the self-play "
+                                                       "games (no branching) and its turns are the SFT rows")
     adapter: str | None = Field(None, description="a LoRA adapter of the base model: ALIAS@0 is the base with it")
     split: str = "train"
     limit: int | None = Field(None, ge=1)
+    train: dict[str, Any] = Field(default_factory=dict, description="trainer settings (`train:` keys) that differ "
+                                                                    "for the warm start's SFT")
 
     @model_validator(mode="after")
     def _one_source(self) -> WarmStart:
-        if (self.file is None) == (self.adapter is None):
-            raise ValueError("warm_start needs exactly one of `file` (human games to train on) or `adapter`")
+        if sum(x is not None for x in (self.file, self.demonstrator, self.adapter)) != 1:
+            raise ValueError("warm_start needs exactly one of `file` (human games to train on), `demonstrator` (a "
+                             "model whose self-play games to train on) or `adapter`")
+        unknown = sorted(set(self.train) - set(TrainSettings.model_fields) - {"method", "model", "adapter"})
+        if unknown:
+            raise ValueError(f"warm_start.train: unknown trainer setting(s) {', '.join(unknown)}")
+        fixed = sorted(set(self.train) & {"method", "model", "adapter"})
+        if fixed:
+            raise ValueError(f"warm_start.train: {', '.join(fixed)} cannot differ for the warm start (it is SFT of "
+                             "`train.model` from scratch)")
+        if self.adapter is not None and self.train:
+            raise ValueError("warm_start.train applies to a warm start that trains (`file` or `demonstrator`), not "
+                             "to a given `adapter`")
         return self
+
+    def settings(self, base: TrainSettings, **update: Any) -> TrainSettings:
+        """The loop's trainer settings with this warm start's changes, as SFT (validated)."""
+        data = {**base.model_dump(), **self.train, "method": "sft", "adapter": None, **update}
+        return TrainSettings.model_validate(data)
 
 
 class EvalSettings(Strict):
@@ -116,8 +140,10 @@ def load_loop(name_or_path: str) -> tuple[LoopConfig, str]:
     config = load_yaml_model(LoopConfig, path)
     if not config.name:
         config = config.model_copy(update={"name": path.stem})
-    if config.models_file and not Path(config.models_file).expanduser().is_absolute():
-        beside = path.parent / config.models_file  # a relative models file is read beside the config
-        if beside.is_file() and not Path(config.models_file).is_file():
-            config = config.model_copy(update={"models_file": str(beside.resolve())})
+    if config.models_file:  # relative: the working directory, beside the config, the shipped configs
+        from sparring.engine.loader import find_path, shipped_experiments
+
+        models_file = find_path(config.models_file, path.parent, shipped_experiments())
+        if Path(models_file).is_file():
+            config = config.model_copy(update={"models_file": models_file})
     return config, str(path)

@@ -102,7 +102,9 @@ class Loop:
             self._write_models({"models": models})
         if self.config.warm_start and "warm" not in self.state:
             w = self.config.warm_start
-            self.console.print(f"[bold]warm start: {'adapter ' + w.adapter if w.adapter else 'SFT on human games'}[/bold]")
+            what = ("adapter " + w.adapter if w.adapter else f"SFT on {w.demonstrator}'s games" if w.demonstrator
+                    else "SFT on human games")
+            self.console.print(f"[bold]warm start: {what}[/bold]")
             self.tracker.start("warm")
             self.state["warm"] = distributed.stage(self.warm, all_ranks=True, what="warm start")
             self._save()
@@ -247,9 +249,8 @@ class Loop:
         return {"alias": alias}
 
     def warm(self) -> dict[str, Any]:
-        """SFT on human games (`warm_start`) before the first iteration, or the given adapter:
-        ALIAS@0's adapter."""
-        from sparring.train.export.human import human_sft_rows
+        """ALIAS@0's adapter: SFT on human games or on a demonstrator's games (`warm_start`) before
+        the first iteration, or the given adapter."""
         from sparring.train.policy import check_adapter
         from sparring.train.trainers import train_sft
 
@@ -258,17 +259,44 @@ class Loop:
         if w.adapter is not None:  # trained elsewhere: ALIAS@0 is the base model with it
             check_adapter(w.adapter, self.config.train.model, self._models_file())
             return {"adapter": str(Path(w.adapter).expanduser().resolve()), "rows": 0, "steps": 0, "loss": None}
-        assert w.file is not None
-        rows = human_sft_rows(w.human, w.file, split=w.split, limit=w.limit)
-        if not rows:
-            raise SparringError(f"warm_start: no human games could be replayed from {w.file}")
-        settings = self.config.train.model_copy(update={"method": "sft", "adapter": None,
-                                                        "run_name": self._run_name("warm"),
-                                                        "models_file": self._models_file()})
+        extra: dict[str, Any] = {}
+        if w.demonstrator is not None:
+            from sparring.records.reader import iter_records
+            from sparring.train.export import ExportFilters, sft_rows
+
+            run_dir = self._run(self.demonstration_experiment(), "demonstrations")
+            rows = sft_rows(list(iter_records(run_dir)), ExportFilters(agent=self.config.policy_agent, keep="all"))
+            extra["run_dir"] = str(run_dir)
+            if not rows:
+                raise SparringError(f"warm_start: the demonstrator {w.demonstrator!r} gave no training rows (no "
+                                    f"turn of the {self.config.policy_agent!r} seat was accepted)")
+        else:
+            from sparring.train.export.human import human_sft_rows
+
+            assert w.file is not None
+            rows = human_sft_rows(w.human, w.file, split=w.split, limit=w.limit)
+            if not rows:
+                raise SparringError(f"warm_start: no human games could be replayed from {w.file}")
+        settings = w.settings(self.config.train, run_name=self._run_name("warm"), models_file=self._models_file())
         result = train_sft(rows, settings, self.dir / "warm" / "adapter")
         self._stopped(result, "warm start")
         return {"adapter": str(result.adapter.resolve()), "rows": result.rows, "steps": result.steps,
-                "loss": result.loss}
+                "loss": result.loss, **extra}
+
+    def demonstration_experiment(self) -> dict[str, Any]:
+        """The experiment config of the warm start's demonstrations: the self-play games with the
+        demonstrator in the policy's seat, not branched (every game is one demonstration)."""
+        w = self.config.warm_start
+        assert w is not None and w.demonstrator is not None
+        cfg = self._experiment(self.config.selfplay, f"{self.config.name}-demonstrations")
+        cfg.pop("branch", None)
+        agents = cfg.get("agents") or {}
+        if self.config.policy_agent not in agents:
+            raise SparringError(f"{self.file}: selfplay has no agent {self.config.policy_agent!r} (policy_agent)")
+        agent = agents[self.config.policy_agent]
+        agent["model"] = w.demonstrator
+        agent.pop("best_of_n", None)
+        return cfg
 
     def _models_file(self) -> str | None:
         """The models file `train.model` is looked up in: the loop's `models_file`, if any."""

@@ -132,7 +132,7 @@ class LoopState:
         dest = root / "discarded" / time.strftime("%Y%m%d-%H%M%S")
         moved: list[str] = []
         for s in dropped:
-            for path in (outputs.get(s, []) if s != "warm" else [root / "warm"]):
+            for path in (outputs.get(s, []) if s != "warm" else [root / "warm", root / "runs" / "demonstrations"]):
                 if path.exists():
                     rel = path.relative_to(root)
                     (dest / rel).parent.mkdir(parents=True, exist_ok=True)
