@@ -31,12 +31,12 @@ class ConfigError(SparringError):
 class UnknownNameError(SparringError, KeyError):
     """A registry lookup failed; the message lists the closest known names."""
 
-    def __init__(self, kind: str, name: str, known: list[str]):
+    def __init__(self, kind: str, name: str, known: list[str], where: str = ""):
         self.kind, self.name, self.known = kind, name, known
-        near = closest(name, known)
+        near = [] if where else closest(name, known)  # `where` already says where the name is
         hint = f" Did you mean: {', '.join(near)}?" if near else ""
         listing = f" Known {kind}s: {', '.join(sorted(known))}." if known else ""
-        super().__init__(f"unknown {kind} {name!r}.{hint}{listing}")
+        super().__init__(f"unknown {kind} {name!r}.{' ' + where if where else ''}{hint}{listing}")
 
     def __str__(self) -> str:  # KeyError would otherwise repr() the message
         return self.args[0]

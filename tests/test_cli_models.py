@@ -90,3 +90,10 @@ def test_main_entry_point_exit_code(monkeypatch, capsys):
         main(["models", "check", "no-such-model"])
     assert info.value.code == 2
     assert "unknown model 'no-such-model'" in capsys.readouterr().err
+
+
+def test_help_shows_the_extras_to_install(runner):
+    """Rich reads `[textarena]` as markup: the help strings escape it, so the install command
+    the help prints is the one that works (issue #61)."""
+    out = runner.invoke(app, ["--help"], env={"COLUMNS": "200"}).output
+    assert "pip install 'sparring[textarena]'" in out and "pip install 'sparring[verifiers]'" in out

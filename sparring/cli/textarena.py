@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-app = typer.Typer(no_args_is_help=True, help="TextArena's games on sparring (pip install 'sparring[textarena]').")
+# `\\[`: Rich would read `[textarena]` as markup and drop it from --help
+app = typer.Typer(no_args_is_help=True, help="TextArena's games on sparring (pip install 'sparring\\[textarena]').")
 
 
 @app.command("list")

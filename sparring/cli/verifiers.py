@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 app = typer.Typer(no_args_is_help=True, help="sparring's games as verifiers environments (prime-rl trains on them; "
-                                             "pip install 'sparring[verifiers]').")
+                                             "pip install 'sparring\\[verifiers]').")  # `\\[`: not Rich markup
 
 
 @app.command("package")

@@ -29,7 +29,7 @@ from sparring.types import Sampling
 # -- finding -----------------------------------------------------------------------------------
 def config_dirs() -> list[Path]:
     """Where configs are looked up by name: ./configs/experiments, then the packaged ones."""
-    packaged = Path(str(resources.files("sparring") / "configs" / "experiments"))
+    packaged = shipped_experiments()
     local = Path.cwd() / "configs" / "experiments"
     return [local] if local.resolve() == packaged.resolve() else [local, packaged]
 
@@ -149,12 +149,20 @@ class Experiment:
         return ConfigError(f"configuration {self.name!r}: {message}", file=self.file, key=key)
 
 
-def _path(value: str, base: Path) -> str:
-    """Relative paths are tried from the working directory, then next to the config file."""
+def find_path(value: str, base: Path, *more: Path) -> str:
+    """Relative paths are tried from the working directory, then next to the config file, then in
+    `more` folders."""
     p = Path(value).expanduser()
-    if not p.is_absolute() and not p.exists() and (base / p).exists():
-        p = base / p
+    if not p.is_absolute() and not p.exists():
+        p = next((d / p for d in (base, *more) if (d / p).exists()), p)
     return str(p.resolve()) if p.exists() else str(p)
+
+
+def shipped_experiments() -> Path:
+    """The packaged experiment configs: a relative `models_file` is also looked up here, so
+    `models_file: models/scripted.yaml` (the scripted partners and judges) works from any config as
+    it does from the shipped ones."""
+    return Path(str(resources.files("sparring") / "configs" / "experiments"))
 
 
 def resolve(cfg: ExperimentConfig, path: Path | str, specs: dict[str, ModelSpec] | None = None,
@@ -190,9 +198,9 @@ def resolve(cfg: ExperimentConfig, path: Path | str, specs: dict[str, ModelSpec]
 
     updates: dict[str, Any] = {}
     if cfg.models_file:
-        updates["models_file"] = _path(cfg.models_file, base)
+        updates["models_file"] = find_path(cfg.models_file, base, shipped_experiments())
     if cfg.prompt_files:
-        updates["prompt_files"] = [_path(p, base) for p in cfg.prompt_files]
+        updates["prompt_files"] = [find_path(p, base) for p in cfg.prompt_files]
         for i, p in enumerate(updates["prompt_files"]):
             if not Path(p).is_file():
                 raise err(f"prompt file not found: {p}", f"prompt_files[{i}]")

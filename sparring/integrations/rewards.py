@@ -27,12 +27,22 @@ def rejected(record: EpisodeRecord, player: str) -> int:
     return sum(1 for c in record.calls if c.player == player and c.rejected)
 
 
+# Outcome keys that say which episode it was or how it was set up (a prompt variant's number, the
+# rounds, the seat order), not how it went: the other engine averages every metric it is handed,
+# and `variant 598643451.00` is no measure (issue #61).
+EPISODE_FACTS = frozenset({"variant", "flip", "first_mover", "rounds", "order", "judge_questions",
+                           "judge_reasoning"})
+
+
 def seat_metrics(record: EpisodeRecord, player: str) -> dict[str, float]:
     """The outcome's numeric metrics for one player: top-level numbers, and a per-player mapping's
-    value for this player (Deal or No Deal's `points`), plus the rejected replies."""
+    value for this player (Deal or No Deal's `points`), plus the rejected replies; the episode's
+    facts (`EPISODE_FACTS`) are left to the trace's info."""
     out: dict[str, float] = {"rejected": float(rejected(record, player))}
     metrics = record.outcome.metrics if record.outcome is not None else {}
     for key, value in metrics.items():
+        if key in EPISODE_FACTS:
+            continue
         if isinstance(value, Mapping) and player in value:
             value = value[player]
         if isinstance(value, (bool, int, float)):

@@ -146,7 +146,34 @@ def resolve_name(name: str, specs: Mapping[str, ModelSpec]) -> str:
         specs[name] = hub_spec(name)
         return name
     known = list(specs) + [a for s in specs.values() for a in s.aliases]
-    raise UnknownNameError("model", name, known)
+    raise UnknownNameError("model", name, known, where=shipped_elsewhere(name))
+
+
+# Shipped models files that are not loaded unless a config names them (`models_file:`, relative to
+# the shipped experiment configs), so that a test double never shadows a user's model of that name.
+OPTIONAL_MODELS_FILES = ("models/scripted.yaml",)
+
+
+def shipped_elsewhere(name: str) -> str:
+    """Where a model name missing from the loaded files is defined among the shipped optional
+    models files (the scripted partners and judges), as a sentence; "" when it is not."""
+    from importlib import resources
+
+    import yaml
+
+    for rel in OPTIONAL_MODELS_FILES:
+        path = resources.files("sparring") / "configs" / "experiments" / rel
+        try:
+            models = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("models") or {}
+        except (OSError, yaml.YAMLError):
+            continue
+        names = {str(n) for n in models} | {str(a) for m in models.values() if isinstance(m, dict)
+                                            for a in (m.get("aliases") or [])}
+        if name in names:
+            return (f"It is defined in the shipped models file {rel} (scripted partners and judges, loaded only "
+                    f"when a config names it): add `models_file: {rel}` to your config (found beside it, in the "
+                    "working directory or among the shipped configs).")
+    return ""
 
 
 def get_model_spec(name: str, specs: Mapping[str, ModelSpec] | None = None) -> ModelSpec:

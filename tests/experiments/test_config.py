@@ -67,6 +67,11 @@ def test_agent_keys_checked_against_role_config(make_config):
         load(make_config({"agents": {"alice": {"role": "debator"}}}))
     with pytest.raises(ConfigError, match=r"agents\.alice\.model.*unknown model 't-randm'"):
         load(make_config({"agents": {"alice": {"model": "t-randm"}}}))
+    # a scripted partner or judge of the shipped scripted.yaml, named without `models_file`: the error
+    # says which file defines it and what to add (issue #61)
+    with pytest.raises(ConfigError, match=r"agents\.alice\.model.*unknown model 'quote-judge'\. It is defined in "
+                                          r"the shipped models file .*scripted\.yaml.*add `models_file: .*scripted"):
+        load(make_config({"agents": {"alice": {"model": "quote-judge"}}}))
     with pytest.raises(ConfigError, match=r"agents\.alice\.sampling\.temperature"):
         load(make_config({"agents": {"alice": {"sampling": {"temperature": -1}}}}))
     with pytest.raises(ConfigError, match=r"agents\.judge\.verdict"):
@@ -146,3 +151,15 @@ def test_build_agents_panel_and_sampling(make_config):
     panel = agents["judge+judge2"]
     assert [j.name for j in panel.judges] == ["judge", "judge2"]
     assert agents["judge2"].sampling.temperature == 0.5
+
+
+def test_a_copied_shipped_config_finds_the_scripted_models_file(tmp_path, monkeypatch):
+    """`models_file: models/scripted.yaml` (as the shipped scripted configs write it) works from a
+    config copied anywhere: a relative models file is also looked up among the shipped configs."""
+    from importlib import resources
+
+    shipped = resources.files("sparring") / "configs" / "experiments" / "scripted-debate.yaml"
+    (tmp_path / "mine.yaml").write_text(shipped.read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    exp = load(tmp_path / "mine.yaml")
+    assert exp.config.models_file.endswith("scripted.yaml") and "judge" in exp.judges

@@ -107,3 +107,18 @@ def test_cli_writes_the_package(tmp_path):
                                       "-o", str(tmp_path / "k"), "--name", "kuhn-env"])
     assert result.exit_code == 0, result.output
     assert "kuhn-env" in result.output and (tmp_path / "k" / "kuhn_env" / "__init__.py").is_file()
+
+
+def test_seat_metrics_leave_the_episodes_facts_out():
+    """What the other engine averages is measures: a debate's prompt variant number, its rounds and
+    its seat order are facts of the episode (issue #61: `variant 598643451.00` in vf-eval)."""
+    from sparring.gameapi.game import Outcome
+    from sparring.integrations.rewards import seat_metrics
+    from sparring.records.record import EpisodeRecord
+
+    outcome = Outcome(rewards={"A": 1.0, "B": 0.0},
+                      metrics={"variant": 598643451, "rounds": 2, "flip": True, "order": "sequential",
+                               "judge_accuracy": 1.0, "points": {"A": 7, "B": 3}, "format": "debate"})
+    record = EpisodeRecord(id="e", experiment="x", game="debate", instance_id="i", seats={}, seed=0,
+                           status="complete", outcome=outcome)
+    assert seat_metrics(record, "A") == {"rejected": 0.0, "judge_accuracy": 1.0, "points": 7.0}

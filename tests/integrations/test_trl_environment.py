@@ -136,3 +136,22 @@ def test_grpo_trainer_trains_two_steps_with_the_environment(Env, tmp_path, monke
             assert "Partner here" in masked and "Partner here" not in trained  # the partner's text: no loss
             assert "Your turn" in masked and "Your turn" not in trained  # the game's text: no loss
     assert os.environ["TRL_EXPERIMENTAL_SILENCE"] == "1"
+
+
+def test_the_docs_experiment_for_trl_loads_with_its_scripted_partner(tmp_path, monkeypatch):
+    """docs/scale-out.md's `my-dond-vs-partner.yaml`, saved anywhere as the page says, makes an
+    environment class whose partner is the shipped scripted fair-negotiator (issue #61: the page
+    never showed the file, and without `models_file` the partner was an unknown model)."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "scale-out.md").read_text(encoding="utf-8")
+    block = re.search(r"saved as `my-dond-vs-partner.yaml`:\n\n```yaml\n(.*?)```", page, re.S)
+    assert block is not None
+    (tmp_path / "my-dond-vs-partner.yaml").write_text(block.group(1), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    Env = environment_class("my-dond-vs-partner.yaml", learner="learner", split="train", limit=2, format_penalty=0.1)
+    rows = Env.dataset()
+    assert len(rows) == 4  # 2 scenarios x the learner in either seat
+    first = Env().reset(**rows[0])
+    assert "Your goal" in first

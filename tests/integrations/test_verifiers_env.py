@@ -125,6 +125,10 @@ def test_package_loads_as_verifiers_does_and_splits(install):
     assert len(test_ids) == 3 and not test_ids & train_ids  # the held-out split shares no scenario
     with pytest.raises(ValueError, match="frozen: unknown seat"):
         module.load_environment(frozen=["nobody"])
+    # verifiers' own loader, as docs/scale-out.md shows it: in verifiers.v1, from a resolved config
+    own = vf.load_environment(vf.resolve_env_config({"taskset": {"id": pkg.name, "split": "test"}}))
+    own_ids = {t.data.instance_id for t in own.taskset}
+    assert type(own).__name__ == "SparringVfSplitEnv" and own_ids and not own_ids & train_ids
 
 
 @pytest.mark.slow
@@ -152,6 +156,9 @@ def test_the_docs_prime_rl_configs_resolve(install):
     text = (Path(__file__).resolve().parents[2] / "docs" / "scale-out.md").read_text(encoding="utf-8")
     configs = [tomllib.loads(block) for block in re.findall(r"```toml\n(.*?)```", text, re.S)]
     assert len(configs) == 2 and all(c["orchestrator"]["algo"]["type"] == "rae" for c in configs)
+    from renderers.base import MODEL_RENDERER_MAP  # the renderer prime-rl picks for the model (issue #61)
+
+    assert all(c["orchestrator"]["renderer"]["name"] == MODEL_RENDERER_MAP[c["model"]["name"]] for c in configs)
     seen = {}
     for config in configs:
         for group in ("train", "eval"):

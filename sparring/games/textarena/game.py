@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import random
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -254,7 +255,7 @@ class TextArenaGame(Game[TextArenaInstance, TextArenaState]):
         best = max(rewards.values()) if rewards else 0.0
         leaders = [p for p, r in rewards.items() if r == best]
         winner = leaders[0] if len(leaders) == 1 and len(rewards) > 1 else None
-        reasons = {str(v.get("reason")) for v in state.info.values() if v.get("reason")}
+        reasons = {_seat_names(str(v.get("reason")), state.seat_of) for v in state.info.values() if v.get("reason")}
         attempts = sum(state.attempts.values())
         extra: dict[str, Any] = {}
         chips = self._chips(state)
@@ -316,3 +317,13 @@ def _new_part(text: str, shown: str) -> str:
     rewrote it, the whole text is shown again (and the engine's growth check still holds: nothing
     earlier in the conversation changes)."""
     return text[len(shown):].lstrip("\n") if shown and text.startswith(shown) else text
+
+
+_PLAYER = re.compile(r"\bPlayer (\d+)\b")
+
+
+def _seat_names(text: str, seat_of: dict[int, str]) -> str:
+    """TextArena's "Player N" (its own numbering) as the sparring player in that seat: in a flipped
+    game TextArena's player 0 is sparring's "Player 1", and a reason "Player 0 has won!" beside
+    `winner: Player 1` would read as a contradiction (issue #61)."""
+    return _PLAYER.sub(lambda m: seat_of.get(int(m.group(1)), m.group(0)), text)

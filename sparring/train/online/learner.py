@@ -29,12 +29,13 @@ def learner_temperature(arena: Any, config: OnlineConfig, file: str) -> float:
 
 
 def experiment_models_file(config: OnlineConfig, file: str) -> str | None:
-    """The experiment's `models_file` (relative paths beside the config), where `model` may be named
+    """The experiment's `models_file` (relative paths as the experiment loader finds them), where `model` may be named
     (None when there is none; a missing file is reported where the experiment is resolved)."""
     name = config.experiment.get("models_file")
     if not name:
         return None
-    path = Path(str(name)).expanduser()
-    if not path.is_absolute() and Path(file).is_file():
-        path = Path(file).parent / path
+    from sparring.engine.loader import find_path, shipped_experiments
+
+    base = Path(file).parent if Path(file).is_file() else Path.cwd()
+    path = Path(find_path(str(name), base, shipped_experiments()))
     return str(path) if path.is_file() else None

@@ -40,6 +40,10 @@ def test_the_shipped_games_play_to_the_end_with_their_baselines(env_id, baseline
         assert own[0].messages[0].role == "system" and "Player" in own[0].messages[1].content
     if env_id != "SimpleNegotiation-v0":
         assert all(r.outcome.winner in ("Player 0", "Player 1") for r in records)
+        # the reason names players as sparring does, also in a flipped game (TextArena's own numbering
+        # said "Player 0 has won!" beside winner "Player 1")
+        assert all(r.outcome.reason.startswith(f"{r.outcome.winner} ") for r in records), \
+            [(r.flip, r.outcome.winner, r.outcome.reason) for r in records]
     firsts = {r.outcome.metrics["first_mover"] for r in records}
     assert firsts == {"Player 0", "Player 1"}  # flip seats the agents the other way round
 
