@@ -255,5 +255,48 @@ def merge_adapter(
     Console(soft_wrap=True).print(f"merged model: {merge(adapter, output, base)}")
 
 
+@app.command("serve")
+def serve(
+    model: str = typer.Argument("smollm2-135m", help="A model name (an `hf` entry), a Hugging Face id or a model "
+                                                     "directory."),
+    adapter: Path | None = typer.Option(None, "--adapter", help="A LoRA adapter of MODEL (e.g. from `sparring train` "
+                                                                "or a loop's iter-K/adapter), merged in first."),
+    name: str | None = typer.Option(None, "--name", help="The model id clients send (default: MODEL, or "
+                                                         "MODEL+ADAPTER-DIR)."),
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8000, "--port"),
+    device: str = typer.Option("auto", "--device", help="transformers serve's --device (auto, cpu, cuda:0)."),
+    models_file: Path | None = ModelsFile,
+) -> None:
+    """Serve a local model (and an adapter) behind an OpenAI-compatible endpoint with transformers'
+    own server (`transformers serve`), for vf-eval, prime-rl's evaluation or sparring's `openai` backend."""
+    import importlib.util
+    import subprocess
+
+    import yaml
+    from rich.console import Console
+
+    from sparring.errors import SparringError
+    from sparring.integrations.endpoint import models_entry, prepare
+
+    missing = [m for m in ("fastapi", "uvicorn") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise SparringError(f"transformers serve needs {' and '.join(missing)}: pip install 'sparring[serve]'")
+    console = Console(soft_wrap=True)
+    served = prepare(model, adapter, name, str(models_file) if models_file else None)
+    url = f"http://{host}:{port}/v1"
+    console.print(f"serving {served.directory} as model [bold]{served.name}[/bold] at {url} (transformers serve; "
+                  "Ctrl+C stops it)")
+    console.print(f"vf-eval ENV -m {served.name} --client.base-url {url} ...   # verifiers")
+    console.print("sparring's openai backend, in a models file:\n"
+                  + yaml.safe_dump({"models": {served.name: models_entry(served, host, port)}}, sort_keys=False),
+                  markup=False, highlight=False)
+    try:
+        code = subprocess.call(served.command(host, port, device), cwd=served.folder)
+    except KeyboardInterrupt:
+        code = 0
+    raise typer.Exit(code)
+
+
 def register(root: typer.Typer) -> None:
     root.add_typer(app, name="models")

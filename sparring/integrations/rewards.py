@@ -31,7 +31,7 @@ def rejected(record: EpisodeRecord, player: str) -> int:
 # rounds, the seat order), not how it went: the other engine averages every metric it is handed,
 # and `variant 598643451.00` is no measure (issue #61).
 EPISODE_FACTS = frozenset({"variant", "flip", "first_mover", "rounds", "order", "judge_questions",
-                           "judge_reasoning"})
+                           "judge_reasoning", "lam"})
 
 
 def seat_metrics(record: EpisodeRecord, player: str) -> dict[str, float]:
