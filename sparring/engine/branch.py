@@ -115,6 +115,7 @@ class BranchDriver(EpisodeDriver):
         child.state = self.game.fork(self.state)
         child.calls = list(self.calls)
         child.turns = dict(self.turns)
+        child.seen = dict(self.seen)  # the conversation view's growth check follows each branch on its own
         child.path, child.points = list(self.path), list(self.points)
         child.rng = copy.deepcopy(self.rng)
         return child

@@ -125,3 +125,14 @@ def test_an_aborted_leaf_counts_with_the_abort_value_not_the_reward_it_carries()
     sibling = next(r for r in records if r.tree["path"] == [0, 1])
     v_sibling = sibling.outcome.rewards[player]
     assert rows and abs(rows[0]["margin"]) == pytest.approx(abs(v_sibling - 0.0))
+
+
+def test_a_tree_in_the_conversation_view_checks_each_branch_on_its_own():
+    """Siblings show different speeches to the other debater: each branch's conversation grows from
+    the fork, not from the sibling played before it (the growth check once compared them and failed
+    every second branch)."""
+    with Arena.from_config({**CONFIG, "view": "conversation"}, models=models()) as arena:
+        jobs = arena.jobs()
+        records = arena.play(jobs)
+    assert len(records) == len(jobs) * 2 ** 2 and all(r.status == "complete" for r in records), \
+        [r.error for r in records if r.error]
