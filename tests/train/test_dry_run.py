@@ -54,16 +54,19 @@ def test_loop_dry_run_prints_iterations_games_rows_and_steps(no_weights, capsys)
     assert cli("train", "loop", "dpo-quickstart", "--dry-run") == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "2 iteration(s)" in out
-    assert "8 game(s)" in out and "(each a tree of k=2 branches at depth 1)" in out  # 4 debates x 2 sides
-    assert "<= 6 pairs" in out and "<= 3 step(s)" in out  # 6 pairs / batch 2
-    assert "16 game(s) on 4 held-out instance(s)" in out
+    # the demonstrator warm start: 8 questions x both seat orders x both sides, 24 SFT steps
+    assert "warm start: SFT on 32 game(s) of the demonstrator debate-demonstrator on 8 instance(s), 24" in out
+    assert "32 game(s)" in out and "(each a tree of k=4 branches at depth 1)" in out  # against the base, both seats
+    assert "<= 32 pairs" in out and "<= 8 step(s)" in out  # 32 pairs / batch 4
+    assert "32 game(s) on 8 held-out instance(s)" in out
 
 
 def test_the_greedy_check_is_validated_and_planned(no_weights, capsys):
-    """debate-dpo's `check:` plays its first 4 training questions (both sides: 8 debates), greedily."""
+    """debate-dpo's `check:` plays its first 8 training questions (both seat orders and sides against
+    the base: 32 debates), greedily."""
     assert cli("train", "loop", "debate-dpo", "--dry-run") == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "8 greedy game(s) of the new and of the previous policy" in out and "4" in out.split("greedy game(s)")[1]
+    assert "32 greedy game(s) of the new and of the previous policy" in out and "8" in out.split("greedy game(s)")[1]
 
 
 def test_a_broken_nested_experiment_fails_the_dry_run(tmp_path, no_weights, capsys):
