@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from sparring.config_io import read_yaml, validate
 from sparring.engine.config import ExperimentConfig, RunSettings, config_hash
 from sparring.errors import ConfigError, SparringError, UnknownNameError, closest
 from sparring.gameapi.game import GAMES, Game
+from sparring.models.registry import shipped_experiments
 from sparring.models.spec import ModelSpec
 from sparring.prompts import PromptSet, prompt_set
 from sparring.types import Sampling
@@ -158,11 +158,10 @@ def find_path(value: str, base: Path, *more: Path) -> str:
     return str(p.resolve()) if p.exists() else str(p)
 
 
-def shipped_experiments() -> Path:
-    """The packaged experiment configs: a relative `models_file` is also looked up here, so
-    `models_file: models/scripted.yaml` (the scripted partners and judges) works from any config as
-    it does from the shipped ones."""
-    return Path(str(resources.files("sparring") / "configs" / "experiments"))
+def find_models_file(value: str, base: Path) -> str:
+    """A config's `models_file`: from the working directory, beside the config (`base`), then
+    among the shipped experiment configs (`models/scripted.yaml` works from any config)."""
+    return find_path(value, base, shipped_experiments())
 
 
 def resolve(cfg: ExperimentConfig, path: Path | str, specs: dict[str, ModelSpec] | None = None,
@@ -198,7 +197,7 @@ def resolve(cfg: ExperimentConfig, path: Path | str, specs: dict[str, ModelSpec]
 
     updates: dict[str, Any] = {}
     if cfg.models_file:
-        updates["models_file"] = find_path(cfg.models_file, base, shipped_experiments())
+        updates["models_file"] = find_models_file(cfg.models_file, base)
     if cfg.prompt_files:
         updates["prompt_files"] = [find_path(p, base) for p in cfg.prompt_files]
         for i, p in enumerate(updates["prompt_files"]):

@@ -67,15 +67,15 @@ def prepare(model: str, adapter: str | Path | None = None, name: str | None = No
     if adapter is not None:
         from sparring.train.merge import merge_adapter
 
-        directory = folder / "merged" / served
+        directory = folder / ".merged" / served  # a served name never starts with "." (`_safe`)
         if directory.exists():
             shutil.rmtree(directory)
         merge_adapter(adapter, directory, base=base.source)
     elif not directory.is_dir():  # a hub id: the server downloads it itself, by that id
         return Served(base.source, directory, folder)
-    link = folder / served
-    if link.is_symlink() or link.exists():
-        link.unlink() if link.is_symlink() or link.is_file() else shutil.rmtree(link)
+    link = folder / served  # a link this function made before (the served name is ours to replace)
+    if link.is_symlink():
+        link.unlink()
     link.symlink_to(directory.resolve(), target_is_directory=True)
     return Served(served, directory, folder)
 

@@ -32,6 +32,13 @@ def shipped_models_file() -> Path:
     return Path(str(resources.files("sparring") / "configs" / SHIPPED))
 
 
+def shipped_experiments() -> Path:
+    """The packaged experiment configs. A relative `models_file` is also looked up here, so
+    `models_file: models/scripted.yaml` (the scripted partners and judges) works from any config as
+    it does from the shipped ones."""
+    return Path(str(resources.files("sparring") / "configs" / "experiments"))
+
+
 # Backend modules that failed to import (module -> error), named in "unknown backend" errors.
 def backend_class(name: str, *, file: str | None = None, key: str | None = None) -> type[Model]:
     """The backend registered under `name`, or a ConfigError listing the known backends."""
@@ -157,19 +164,9 @@ OPTIONAL_MODELS_FILES = ("models/scripted.yaml",)
 def shipped_elsewhere(name: str) -> str:
     """Where a model name missing from the loaded files is defined among the shipped optional
     models files (the scripted partners and judges), as a sentence; "" when it is not."""
-    from importlib import resources
-
-    import yaml
-
     for rel in OPTIONAL_MODELS_FILES:
-        path = resources.files("sparring") / "configs" / "experiments" / rel
-        try:
-            models = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("models") or {}
-        except (OSError, yaml.YAMLError):
-            continue
-        names = {str(n) for n in models} | {str(a) for m in models.values() if isinstance(m, dict)
-                                            for a in (m.get("aliases") or [])}
-        if name in names:
+        specs = _read_file(shipped_experiments() / rel)
+        if name in specs or any(name in spec.aliases for spec in specs.values()):
             return (f"It is defined in the shipped models file {rel} (scripted partners and judges, loaded only "
                     f"when a config names it): add `models_file: {rel}` to your config (found beside it, in the "
                     "working directory or among the shipped configs).")

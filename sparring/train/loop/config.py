@@ -141,9 +141,9 @@ def load_loop(name_or_path: str) -> tuple[LoopConfig, str]:
     if not config.name:
         config = config.model_copy(update={"name": path.stem})
     if config.models_file:  # relative: the working directory, beside the config, the shipped configs
-        from sparring.engine.loader import find_path, shipped_experiments
+        from sparring.engine.loader import find_models_file
 
-        models_file = find_path(config.models_file, path.parent, shipped_experiments())
+        models_file = find_models_file(config.models_file, path.parent)
         if Path(models_file).is_file():
             config = config.model_copy(update={"models_file": models_file})
     return config, str(path)

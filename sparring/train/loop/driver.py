@@ -151,14 +151,18 @@ class Loop:
         data["models_file"] = str(self.models_file.resolve())
         return data
 
-    def play_experiment(self, k: int) -> dict[str, Any]:
-        """The experiment config of iteration k's self-play games."""
-        cfg = self._experiment(self.config.selfplay, f"{self.config.name}-play-{k}")
+    def selfplay_with(self, model: str, name: str) -> dict[str, Any]:
+        """The self-play experiment (named `name`) with `model` in the policy agent's seat."""
+        cfg = self._experiment(self.config.selfplay, name)
         agents = cfg.get("agents") or {}
         if self.config.policy_agent not in agents:
             raise SparringError(f"{self.file}: selfplay has no agent {self.config.policy_agent!r} (policy_agent)")
-        agents[self.config.policy_agent]["model"] = self.policy(k)
+        agents[self.config.policy_agent]["model"] = model
         return cfg
+
+    def play_experiment(self, k: int) -> dict[str, Any]:
+        """The experiment config of iteration k's self-play games."""
+        return self.selfplay_with(self.policy(k), f"{self.config.name}-play-{k}")
 
     def play(self, k: int) -> dict[str, Any]:
         return {"run_dir": str(self._run(self.play_experiment(k), f"play-{k}"))}
@@ -249,54 +253,16 @@ class Loop:
         return {"alias": alias}
 
     def warm(self) -> dict[str, Any]:
-        """ALIAS@0's adapter: SFT on human games or on a demonstrator's games (`warm_start`) before
-        the first iteration, or the given adapter."""
-        from sparring.train.policy import check_adapter
-        from sparring.train.trainers import train_sft
+        """ALIAS@0's adapter (`warm_start`, `loop/warm.py`)."""
+        from sparring.train.loop.warm import warm_stage
 
-        w = self.config.warm_start
-        assert w is not None
-        if w.adapter is not None:  # trained elsewhere: ALIAS@0 is the base model with it
-            check_adapter(w.adapter, self.config.train.model, self._models_file())
-            return {"adapter": str(Path(w.adapter).expanduser().resolve()), "rows": 0, "steps": 0, "loss": None}
-        extra: dict[str, Any] = {}
-        if w.demonstrator is not None:
-            from sparring.records.reader import iter_records
-            from sparring.train.export import ExportFilters, sft_rows
-
-            run_dir = self._run(self.demonstration_experiment(), "demonstrations")
-            rows = sft_rows(list(iter_records(run_dir)), ExportFilters(agent=self.config.policy_agent, keep="all"))
-            extra["run_dir"] = str(run_dir)
-            if not rows:
-                raise SparringError(f"warm_start: the demonstrator {w.demonstrator!r} gave no training rows (no "
-                                    f"turn of the {self.config.policy_agent!r} seat was accepted)")
-        else:
-            from sparring.train.export.human import human_sft_rows
-
-            assert w.file is not None
-            rows = human_sft_rows(w.human, w.file, split=w.split, limit=w.limit)
-            if not rows:
-                raise SparringError(f"warm_start: no human games could be replayed from {w.file}")
-        settings = w.settings(self.config.train, run_name=self._run_name("warm"), models_file=self._models_file())
-        result = train_sft(rows, settings, self.dir / "warm" / "adapter")
-        self._stopped(result, "warm start")
-        return {"adapter": str(result.adapter.resolve()), "rows": result.rows, "steps": result.steps,
-                "loss": result.loss, **extra}
+        return warm_stage(self)
 
     def demonstration_experiment(self) -> dict[str, Any]:
-        """The experiment config of the warm start's demonstrations: the self-play games with the
-        demonstrator in the policy's seat, not branched (every game is one demonstration)."""
-        w = self.config.warm_start
-        assert w is not None and w.demonstrator is not None
-        cfg = self._experiment(self.config.selfplay, f"{self.config.name}-demonstrations")
-        cfg.pop("branch", None)
-        agents = cfg.get("agents") or {}
-        if self.config.policy_agent not in agents:
-            raise SparringError(f"{self.file}: selfplay has no agent {self.config.policy_agent!r} (policy_agent)")
-        agent = agents[self.config.policy_agent]
-        agent["model"] = w.demonstrator
-        agent.pop("best_of_n", None)
-        return cfg
+        """The experiment config of the warm start's demonstration games (`loop/warm.py`)."""
+        from sparring.train.loop.warm import demonstration_experiment
+
+        return demonstration_experiment(self)
 
     def _models_file(self) -> str | None:
         """The models file `train.model` is looked up in: the loop's `models_file`, if any."""

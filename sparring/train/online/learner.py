@@ -34,8 +34,8 @@ def experiment_models_file(config: OnlineConfig, file: str) -> str | None:
     name = config.experiment.get("models_file")
     if not name:
         return None
-    from sparring.engine.loader import find_path, shipped_experiments
+    from sparring.engine.loader import find_models_file
 
     base = Path(file).parent if Path(file).is_file() else Path.cwd()
-    path = Path(find_path(str(name), base, shipped_experiments()))
+    path = Path(find_models_file(str(name), base))
     return str(path) if path.is_file() else None
