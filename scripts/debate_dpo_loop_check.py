@@ -69,17 +69,16 @@ def design(name: str, suite: str, args: argparse.Namespace) -> Any:
 def extra_sft(ctx: Any, arm: Any, size: dict[str, Any], warm: str, loop: Any, iterations: int) -> tuple[str, str]:
     """The extra-SFT control: the warm start + as many more SFT steps on the demonstrations as the
     iterations' DPO took together (`debate_controls`' first arm). (stage name, adapter)."""
-    from sparring.learning.debate_controls import demo_sft_settings
+    from sparring.learning.debate_controls import continue_sft
     from sparring.learning.experiments.debate_dpo import demonstrations
     from sparring.train.export import ExportFilters, sft_rows
-    from sparring.train.trainers import train_sft
 
     steps = max(1, sum(int(loop.state["iterations"][str(k)]["train"]["steps"]) for k in range(1, iterations + 1)))
     name = f"{arm.runs}-extra-sft"
     rows = sft_rows(demonstrations(ctx, size, arm).records, ExportFilters(agent="policy"))
-    result = train_sft(rows, demo_sft_settings(ctx, size, steps, warm), ctx.out / "adapters" / name)
-    print(f"extra-SFT control: the warm start + {result.steps} SFT steps on {result.rows} demonstration rows")
-    return name, str(result.adapter)
+    adapter, info, _ = continue_sft(ctx, size, warm, rows, steps, name)
+    print(f"extra-SFT control: the warm start + {info['steps']} SFT steps on {info['rows']} demonstration rows")
+    return name, adapter
 
 
 def heldout(ctx: Any, arm: Any, size: dict[str, Any], warm: str, loop: Any, iterations: int,

@@ -36,6 +36,19 @@ def demo_sft_settings(ctx: Context, size: dict[str, Any], steps: int, adapter: s
                          batch_size=4, max_length=size["max_length"], lora=LoraSettings(r=8, alpha=16))
 
 
+def continue_sft(ctx: Context, size: dict[str, Any], warm: str, rows: list[dict[str, Any]], steps: int,
+                 name: str) -> tuple[str, dict[str, Any], float]:
+    """The warm adapter trained on with `rows` for `steps` more SFT steps (-1: one epoch), saved as
+    adapters/NAME: (adapter, {rows, steps, loss}, seconds). The SFT arms and the loop check's
+    extra-SFT control."""
+    from sparring.train.trainers import train_sft
+
+    t = time.perf_counter()
+    result = train_sft(rows, demo_sft_settings(ctx, size, steps, warm), ctx.out / "adapters" / name)
+    return str(result.adapter), {"rows": result.rows, "steps": result.steps, "loss": result.loss}, \
+        time.perf_counter() - t
+
+
 def chosen_rows(dpo_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """SFT rows of the preferred speech of each DPO row (its prompt + chosen reply)."""
     return [{"messages": [*r["prompt"], *r["chosen"]], "meta": {**r.get("meta", {}), "source": "chosen"}}
@@ -48,14 +61,6 @@ def run_controls(ctx: Context, exp: Experiment, size: dict[str, Any], warm: str,
                  best_of: int = 4) -> dict[str, str]:
     """Train and measure the three arms; a Stage each. Returns arm -> stage name (the keys of
     `evaluate`'s per-instance values), for the paired comparisons the caller draws."""
-    from sparring.train.trainers import train_sft
-
-    def sft(rows: list[dict[str, Any]], steps: int, name: str) -> tuple[str, dict[str, Any], float]:
-        t = time.perf_counter()
-        result = train_sft(rows, demo_sft_settings(ctx, size, steps, warm), ctx.out / "adapters" / name)
-        return str(result.adapter), {"rows": result.rows, "steps": result.steps, "loss": result.loss}, \
-            time.perf_counter() - t
-
     stages: dict[str, str] = {}
     arms = [("extra-sft", demo_rows, max(1, dpo_steps),
              f"the warm start + {max(1, dpo_steps)} more SFT steps on the demonstrations (as many as the DPO "
@@ -67,7 +72,7 @@ def run_controls(ctx: Context, exp: Experiment, size: dict[str, Any], warm: str,
             exp.notes.append(f"{arm}: no rows, not trained")
             continue
         name = f"{runs}-{arm}"
-        adapter, info, train_s = sft(rows, steps, name)
+        adapter, info, train_s = continue_sft(ctx, size, warm, rows, steps, name)
         alias = ctx.register(name, adapter)
         metrics, _, played = evaluate(alias, name, 1)
         exp.stages.append(Stage(name, 0, metrics, {"train": train_s, **played.walls("heldout")},
