@@ -119,7 +119,9 @@ class ExperimentConfig(Strict):
     view: Literal["conversation", "rendered"] | None = Field(
         None, description="what a player is shown each turn: conversation = a chat that only grows (each new "
         "event appended; a player's turns extend one another, so training reads the game once), for games that "
-        "offer it (textarena, dond); rendered = the game's own observation, re-rendered every turn. Default: rendered")
+        "offer it (every shipped game); rendered = the game's own observation, re-rendered every turn. Default: "
+        "conversation where the game offers it and no game_args ask for a re-rendered view (TextWorld's history "
+        "window), else rendered")
 
 
 # Keys that may differ between runs of the same experiment (shards, resumes, merges).
@@ -134,6 +136,11 @@ def identity(config: ExperimentConfig) -> dict[str, Any]:
     # Paths are machine-specific (shards run on different machines); what they point at is not hashed.
     for key in ("description", "models_file", "prompt_files"):
         data.pop(key, None)
+    # A resolved config names its view; a run stored before the conversation became the default names
+    # none and was played rendered: both say "rendered" the same way (no key), so such runs still resume
+    # and merge, and a conversation-view run never resumes into one.
+    if data.get("view") in (None, "rendered"):
+        data.pop("view", None)
     return data
 
 

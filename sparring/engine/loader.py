@@ -193,9 +193,17 @@ def resolve(cfg: ExperimentConfig, path: Path | str, specs: dict[str, ModelSpec]
     if cfg.view == "conversation" and not game_cls.offers_conversation():
         raise err(f"game {cfg.game!r} offers no conversation view (it re-renders what a player sees every "
                   "turn); use `view: rendered` or leave `view` out", "view")
-    game.view = cfg.view or "rendered"
+    rendered_only = game.rendered_settings()
+    if cfg.view == "conversation" and rendered_only:
+        raise err(f"game_args {', '.join(rendered_only)} shape only the rendered view (the conversation keeps "
+                  "every turn as it was shown); drop them or use `view: rendered`", "view")
+    # the conversation where the game offers it (a player's calls extend one another: training reads a
+    # game once, the backend's cache keeps it) and no setting asks for a re-rendered view, else the
+    # game's own rendering; written into the resolved config, so a run directory records its view
+    conversation = game_cls.offers_conversation() and not rendered_only
+    game.view = cfg.view or ("conversation" if conversation else "rendered")
 
-    updates: dict[str, Any] = {}
+    updates: dict[str, Any] = {} if cfg.view == game.view else {"view": game.view}
     if cfg.models_file:
         updates["models_file"] = find_models_file(cfg.models_file, base)
     if cfg.prompt_files:

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import yaml
+
 from sparring.agents.base import Agent, AgentGen
 from sparring.engine.branch import BranchDriver
-from sparring.engine.config import RunSettings
+from sparring.engine.config import ExperimentConfig, RunSettings
 from sparring.engine.episode import EpisodeDriver, EpisodeJob
 from sparring.engine.instances import load_instances
 from sparring.engine.loader import Experiment, load_config, resolve
@@ -88,6 +90,11 @@ def prepare(opts: RunOptions, instances: list[Any] | None = None) -> Plan:
         if not Path(source).is_file():
             raise ConfigError("--resume: not a run directory (no config.yaml)", file=str(source))
     cfg, path = load_config(source, opts.settings())
+    if opts.resume:
+        run_dir = Path(opts.resume).expanduser()
+    else:
+        run_dir = runs_root(cfg.run.output_dir) / (cfg.run.name or new_run_name(cfg.name))
+    cfg = keep_stored_view(cfg, run_dir)
     exp = resolve(cfg, path)
     if instances is None:
         instances = load_instances(exp)
@@ -106,12 +113,24 @@ def prepare(opts: RunOptions, instances: list[Any] | None = None) -> Plan:
                           f"skipped {info['skipped']}")
     if schedule.swiss and shard is not None:
         raise exp.error("swiss rounds are paired from all results; run them unsharded", "tournament.type")
-    if opts.resume:
-        run_dir = Path(opts.resume).expanduser()
-    else:
-        run_dir = runs_root(exp.config.run.output_dir) / (exp.config.run.name or new_run_name(exp.name))
     return Plan(exp=exp, schedule=schedule, instances={i.id: i for i in instances}, shard=shard,
                 run_dir=run_dir, notes=plan_notes, extra_models=extra_models)
+
+
+def keep_stored_view(cfg: ExperimentConfig, run_dir: Path) -> ExperimentConfig:
+    """A config that names no `view`, resumed into a run stored before the conversation view became
+    the default, keeps that run's view: the rendered one. Since then a resolved config always names
+    its view, so a stored config without one was played rendered."""
+    stored = run_dir / CONFIG
+    if cfg.view is not None or not stored.is_file():
+        return cfg
+    try:
+        data = yaml.safe_load(stored.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return cfg  # the store's own check reports an unreadable config, with its file
+    if isinstance(data, dict) and data.get("view") is None:
+        return cfg.model_copy(update={"view": "rendered"})
+    return cfg
 
 
 def models_to_load(plan: Plan) -> list[str]:

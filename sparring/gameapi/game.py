@@ -216,6 +216,12 @@ class Game(ABC, Generic[InstT, S]):
     def offers_conversation(cls) -> bool:
         return cls.conversation is not Game.conversation
 
+    def rendered_settings(self) -> list[str]:
+        """The `game_args` keys this configuration sets that shape only the rendered view (e.g. a
+        history window that drops earlier turns): with any, a config that names no view plays
+        rendered, so the setting is honoured, and `view: conversation` is an error naming them."""
+        return []
+
     def observe(self, state: S, player: str) -> list[Message]:
         """`player`'s prompt messages in the configured view (what the engine calls)."""
         return self.conversation(state, player) if self.view == "conversation" else self.observation(state, player)

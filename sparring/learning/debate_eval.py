@@ -74,7 +74,7 @@ def evaluate(ctx: Context, policy: str, name: str, size: dict[str, Any], judges:
     if best_of > 1:
         policy_agent = {**policy_agent, "sampling": {**sampling, "temperature": 0.9},
                         "best_of_n": {"n": best_of}}
-    cfg = {"game": "debate", "game_args": GAME,
+    cfg = {"game": "debate", "view": "rendered", "game_args": GAME,
            "dataset": dataset("test", size["heldout"]),
            "agents": {"policy": policy_agent,
                       "base": {"role": "debater", "model": ctx.label, "sampling": sampling},
@@ -137,7 +137,7 @@ def judge_accuracy(ctx: Context, policy: str, tag: str, size: dict[str, Any], ju
     sampling = {"temperature": 0.0, "max_new_tokens": size["tokens"]}
     out: dict[str, dict[str, Any]] = {}
     for fmt in FORMATS:
-        cfg = {"game": "debate", "game_args": {**GAME, "format": fmt},
+        cfg = {"game": "debate", "view": "rendered", "game_args": {**GAME, "format": fmt},
                "dataset": dataset("test", size["accuracy"]),
                "agents": {"policy": {"role": "debater", "model": policy, "sampling": sampling},
                           "judge": {"role": "judge", "model": judges.training}},

@@ -63,7 +63,7 @@ def selfplay(ctx: Context, model: str, name: str, size: dict[str, Any]) -> tuple
     """The policy against itself on the held-out scenarios: (metrics, per-scenario deal where both
     score, the run). Metrics: valid actions, agreement, deals where both score, mean reward,
     Pareto rate, each side's points in deals; the split distribution goes in `info`."""
-    cfg = {"game": "dond", "game_args": game_args(size), "dataset": dataset("test", size["heldout"]),
+    cfg = {"game": "dond", "view": "rendered", "game_args": game_args(size), "dataset": dataset("test", size["heldout"]),
            "agents": {"policy": {"role": "negotiator", "model": model, "sampling": _sampling(size)}},
            "tournament": {"type": "self_play", "participants": ["policy"]}, "run": {"seed": 0, "max_live": MAX_LIVE}}
     played = ctx.play(cfg, name)
@@ -89,7 +89,7 @@ def against(ctx: Context, model: str, partner: str, name: str, size: dict[str, A
     """The policy against a fixed `partner` (a model alias), each held-out scenario once in each seat:
     (metrics prefixed `vs_<partner>_`, per (scenario, seat) the policy's points, the run)."""
     n = size["partner_heldout"]
-    cfg = {"game": "dond", "game_args": game_args(size), "dataset": dataset("test", n),
+    cfg = {"game": "dond", "view": "rendered", "game_args": game_args(size), "dataset": dataset("test", n),
            "agents": {"policy": {"role": "negotiator", "model": model, "sampling": _sampling(size)},
                       "partner": {"role": "negotiator", "model": partner,
                                   "sampling": _sampling(size)}},

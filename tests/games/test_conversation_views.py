@@ -28,7 +28,8 @@ CASES = {
     "wordle": ("scripted-wordle", 40, {}),
     "wordle-prefill": ("scripted-wordle", 8, {"game_args": {"max_guesses": 6, "max_errors": 3, "prefill": True}}),
     "wordle_withcritic": ("scripted-wordle-withcritic", 6, {}),
-    "textworld_cooking": ("textworld-gold", 2, {"dataset": {"name": "cookingworld", "split": "train", "limit": 2, "args": {
+    # without the shipped config's history window, which only a re-rendered view honours
+    "textworld_cooking": ("textworld-gold", 2, {"game_args": {"max_steps": 30}, "dataset": {"name": "cookingworld", "split": "train", "limit": 2, "args": {
         "params": {"numLocations": 1, "numIngredients": 2, "numDistractorItems": 0, "includeDoors": 0,
                    "limitInventorySize": 0}}}}),
 }

@@ -100,8 +100,8 @@ def test_the_scores_cover_wins_losses_and_aborts(played):
 
 
 def test_a_retry_stays_in_the_players_growing_history(played):
-    """sparring shows a guesser who retries only its last bad reply; clembench's history keeps
-    every reply and correction, and that is what the export writes."""
+    """clembench's history keeps every reply and correction, and that is what the export writes;
+    sparring's conversation view (the default) shows the guesser the same."""
     runs, out = played
     files = exported(out)
     record = next(r for r in iter_records(runs["wordle"]) if sum(c.rejected for c in r.calls) >= 2)
@@ -113,7 +113,8 @@ def test_a_retry_stays_in_the_players_growing_history(played):
     again = import_tree(out, out.parent / "back")
     back = next(r for r in iter_records(again.run_dir) if r.state["clembench"]["meta"]["sparring_episode"] == record.id)
     last = back.calls[-1].messages
-    assert len(last) > len(calls[-1].messages)  # the earlier bad replies are still there
+    shown = [m.content for m in calls[-1].messages if m.role == "assistant"]
+    assert shown == [c.completions[0].text for c in calls[:-1]]  # the earlier bad replies are still there
     assert last[-1].content == calls[-1].messages[-1].content  # and the newest correction comes last
     assert [m.content for m in last if m.role == "assistant"] == [c.completions[0].text for c in calls[:-1]]
 

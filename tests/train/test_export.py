@@ -86,7 +86,7 @@ def test_kto_rows_label_replies_by_outcome(debate_records):
     assert all(r["completion"][0]["role"] == "assistant" for r in rows)
 
 
-SLOPPY_DOND = {"game": "dond", "game_args": {"max_turns": 6},
+SLOPPY_DOND = {"game": "dond", "game_args": {"max_turns": 6}, "view": "rendered",
                "dataset": {"name": "dond_generated", "args": {"n": 2, "seed": 0}},
                "agents": {"a": {"role": "negotiator", "model": "sloppy"}, "b": {"role": "negotiator", "model": "ok"}},
                "tournament": {"type": "custom", "matchups": [["a", "b"]]}}
@@ -232,7 +232,10 @@ def test_human_dond_dialogues_become_rows_in_our_prompts():
         pytest.skip("shared reference data not present")
     rows = human_sft_rows("dond", data, limit=6)
     assert rows and all(r["meta"]["source"] == "human:dond" for r in rows)
-    assert all(r["prompt"][0]["role"] == "system" and r["completion"][-1]["role"] == "assistant" for r in rows)
+    # the conversation view (the default): one multi-turn row per dialogue and seat, every turn trained
+    assert all("messages" in r for r in rows)
+    assert all(r["messages"][0]["role"] == "system" and r["messages"][-1]["role"] == "assistant" for r in rows)
+    assert sum(r["meta"]["turns"] for r in rows) > len(rows)
 
 
 def test_human_nyu_debates_give_debater_rows_and_judge_rows_with_the_human_probabilities(tmp_path):

@@ -67,11 +67,12 @@ def own_sampled(record, player, rejected_too=False):
             and (rejected_too or not c.rejected) for t in c.completions[0].token_ids]
 
 
-def test_trained_tokens_are_exactly_the_sampled_tokens_each_in_the_context_it_was_sampled_in(tiny):
+@pytest.mark.parametrize("view", ["rendered", "conversation"])
+def test_trained_tokens_are_exactly_the_sampled_tokens_each_in_the_context_it_was_sampled_in(tiny, view):
     model, tok = tiny
-    rollout, _ = play_groups(tiny)
+    rollout, _ = play_groups(tiny, config={**dond(), "view": view}, sequences_per_episode=12)
     eos = tok.convert_tokens_to_ids("<|im_end|>")
-    seen_rewritten = seen_cut = seen_rejected = False
+    seen_rewritten = seen_cut = seen_rejected = seen_joined = False
     for rec, seqs, job in zip(rollout.last_records, rollout.last_sequences, rollout._last_jobs, strict=True):
         player = rollout.player_of(job)
         # the invariant: env_mask=1 tokens of the episode's sequences, in order == its sampled tokens
@@ -86,6 +87,7 @@ def test_trained_tokens_are_exactly_the_sampled_tokens_each_in_the_context_it_wa
             lp = torch.log_softmax(logits, -1).gather(1, torch.tensor(s.completion_ids)[:, None])[:, 0]
             for got, want, m in zip(lp.tolist(), s.logprobs, s.env_mask, strict=True):
                 assert (m == 0 and math.isnan(want)) or abs(got - want) < 1e-3
+            seen_joined |= len(s.calls) > 1
             for i in s.calls:
                 call = rec.calls[i]
                 comp = call.completions[0]
@@ -97,7 +99,10 @@ def test_trained_tokens_are_exactly_the_sampled_tokens_each_in_the_context_it_wa
                     seen_cut = True
                     assert eos not in comp.token_ids
         seen_rejected |= any(c.rejected for c in rec.calls if c.player == player)
-    assert seen_rewritten and seen_cut and seen_rejected
+    assert seen_cut and seen_rejected
+    # rendered: earlier replies come back rewritten, every call its own sequence; conversation: a
+    # player's calls extend one another, so a sequence joins several of them
+    assert (seen_rewritten, seen_joined) == ((True, False) if view == "rendered" else (False, True))
 
 
 def test_rejected_replies_are_trained_only_when_asked(tiny):

@@ -219,6 +219,13 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
         msgs += [shown[-1].command, shown[-1].full]
         return msgs
 
+    def rendered_settings(self) -> list[str]:
+        """A history window drops earlier steps and the short history rewrites them: both only
+        make sense re-rendered, so naming either keeps the rendered view."""
+        c = self.config
+        return ((["history"] if c.history is not None else [])
+                + (["history_view"] if "history_view" in c.model_fields_set and c.history_view == "short" else []))
+
     def conversation(self, state: CookingState, player: str) -> list[Message]:
         """The game as a chat that only grows: every step as the player saw it when it came (the
         simulator's answer in full) and each reply as the model wrote it. `history` and

@@ -109,7 +109,7 @@ DEBATE_DPO = Arm(
 def demonstrations(ctx: Context, size: dict[str, Any], arm: Arm = DEBATE_DPO) -> Played:
     """The scripted demonstrator's debates on the training questions (what the warm start and the
     extra-SFT control train on); a stored run is resumed, not replayed."""
-    return ctx.play({"game": "debate", "game_args": GAME, "dataset": dataset("train", size["train"]),
+    return ctx.play({"game": "debate", "view": "rendered", "game_args": GAME, "dataset": dataset("train", size["train"]),
                      "agents": {"policy": {"role": "debater", "model": "debate-demonstrator"},
                                 "judge": {"role": "judge", "model": arm.judges.training}},
                      "tournament": {"type": "self_play", "participants": ["policy"], "judges": ["judge"],
@@ -151,7 +151,7 @@ def loop_config(ctx: Context, size: dict[str, Any], warm: str, arm: Arm = DEBATE
         "output_dir": str(ctx.out / "loops" / arm.name), "models_file": str(ctx.models_file),
         "policy_agent": "policy", "warm_start": {"adapter": warm}, "pair_fit": arm.measure_fit,
         "check": {"instances": size["check"]} if arm.check else None,
-        "selfplay": {"game": "debate", "game_args": GAME,
+        "selfplay": {"game": "debate", "view": "rendered", "game_args": GAME,
                      "dataset": dataset("train", size["train"]),
                      "agents": agents, "tournament": tournament,
                      "branch": {"target": "policy", "k": arm.k, "mode": "half", "depth": 1},

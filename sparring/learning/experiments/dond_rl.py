@@ -46,7 +46,7 @@ TRAINING_PANELS = training_panels("own points, -0.1 a refused reply",
 
 
 def arm_config(ctx: Context, size: dict[str, Any], start: str) -> dict[str, Any]:
-    experiment = {"game": "dond", "game_args": game_args(size), "dataset": dataset("train", size["train"]),
+    experiment = {"game": "dond", "view": "rendered", "game_args": game_args(size), "dataset": dataset("train", size["train"]),
                   "models_file": str(ctx.models_file.resolve()),
                   "agents": {"learner": {"role": "negotiator", "model": "learner",
                                          "sampling": {"temperature": 1.0, "max_new_tokens": size["tokens"]}},

@@ -48,7 +48,7 @@ def loop_config(ctx: Context, size: dict[str, Any], name: str, warm: dict[str, A
     return LoopConfig.model_validate({
         "name": name, "alias": "negotiator", "method": "sft", "iterations": size["iterations"],
         "output_dir": str(ctx.out / "loops" / name), "models_file": str(ctx.models_file), "warm_start": warm,
-        "selfplay": {"game": "dond", "game_args": game_args(size), "dataset": dataset("train", size["games"]),
+        "selfplay": {"game": "dond", "view": "rendered", "game_args": game_args(size), "dataset": dataset("train", size["games"]),
                      "agents": {"policy": {"role": "negotiator", "model": ctx.label, "sampling": sampling}},
                      "tournament": {"type": "self_play", "participants": ["policy"]},
                      "run": {"seed": 0, "max_live": MAX_LIVE}},

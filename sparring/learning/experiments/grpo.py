@@ -51,7 +51,7 @@ GAME = {"objective": "self", "untagged_as_message": True, "prefill_proposals": T
 
 
 def game_config(size: dict[str, Any], split: str, n: int, learner: str) -> dict[str, Any]:
-    return {"game": "dond", "game_args": GAME,
+    return {"game": "dond", "view": "rendered", "game_args": GAME,
             "dataset": {"name": "dond_generated", "split": split, "args": {"n": max(2 * n, 40), "seed": 1}, "limit": n},
             "agents": {"learner": {"role": "negotiator", "model": learner,
                                    "sampling": {"temperature": 1.0, "max_new_tokens": size["tokens"]}},

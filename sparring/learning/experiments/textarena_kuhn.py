@@ -65,7 +65,7 @@ def _seeds(split: str, n: int, start: int = 0) -> dict[str, Any]:
 
 
 def _heldout(model: str, size: dict[str, Any]) -> dict[str, Any]:
-    return {"game": "textarena", "game_args": GAME, "dataset": _seeds("test", size["heldout"]),
+    return {"game": "textarena", "view": "rendered", "game_args": GAME, "dataset": _seeds("test", size["heldout"]),
             "agents": {"policy": {"role": "player", "model": model,
                                   "sampling": {"temperature": 0.0, "max_new_tokens": size["tokens"]}},
                        "opponent": {"role": "player", "model": HELDOUT_OPPONENT}},
@@ -182,7 +182,7 @@ def warm_start(ctx: Context, size: dict[str, Any]) -> tuple[str, dict[str, Any],
     from sparring.train.export import sft_rows
     from sparring.train.trainers import train_sft
 
-    cfg = {"game": "textarena", "game_args": GAME, "dataset": _seeds("train", size["demos"], DEMO_START),
+    cfg = {"game": "textarena", "view": "rendered", "game_args": GAME, "dataset": _seeds("train", size["demos"], DEMO_START),
            "agents": {"a": {"role": "player", "model": TRAIN_OPPONENT}, "b": {"role": "player", "model": TRAIN_OPPONENT}},
            "tournament": {"type": "custom", "matchups": [["a", "b"]], "flip": False},
            "run": {"seed": 0, "max_live": MAX_LIVE}}
@@ -201,7 +201,7 @@ def arm_config(ctx: Context, size: dict[str, Any], start: str, arm: str) -> dict
     learner = {"role": "player", "model": "learner",
                "sampling": {"temperature": 1.0, "max_new_tokens": size["tokens"]}}
     fixed = opponents["mode"] == "fixed"
-    experiment = {"game": "textarena", "game_args": GAME, "dataset": _seeds("train", size["train"]),
+    experiment = {"game": "textarena", "view": "rendered", "game_args": GAME, "dataset": _seeds("train", size["train"]),
                   "models_file": str(ctx.models_file.resolve()),
                   "agents": {"learner": learner, **({"opponent": {"role": "player", "model": TRAIN_OPPONENT}}
                                                    if fixed else {})},

@@ -46,7 +46,7 @@ def _dataset(split: str, n: int) -> dict[str, Any]:
 
 
 def _match(model: str, size: dict[str, Any], temperature: float, split: str, n: int) -> dict[str, Any]:
-    return {"game": "textarena", "game_args": {"env_id": ENV}, "dataset": _dataset(split, n), "view": size.get("view"),
+    return {"game": "textarena", "game_args": {"env_id": ENV}, "dataset": _dataset(split, n), "view": size.get("view") or "rendered",
             "agents": {"policy": {"role": "player", "model": model,
                                   "sampling": {"temperature": temperature, "max_new_tokens": size["tokens"]}},
                        "opponent": {"role": "player", "model": OPPONENT}},

@@ -73,7 +73,7 @@ def appliance_errors(records: list[Any]) -> list[bool]:
 
 
 def game_config(ctx: Context, size: dict[str, Any], split: str, n: int, temperature: float) -> dict[str, Any]:
-    return {"game": "textworld_cooking", "game_args": {**GAME_ARGS, "max_steps": size["max_steps"]},
+    return {"game": "textworld_cooking", "view": "rendered", "game_args": {**GAME_ARGS, "max_steps": size["max_steps"]},
             "dataset": {"name": "cookingworld", "split": split, "limit": n, "args": {"params": size["params"]}},
             "models_file": str(ctx.models_file.resolve()),
             "agents": {"cook": {"role": "player", "model": "learner",

@@ -48,7 +48,7 @@ GAME_ARGS = {"show_valid_actions": False, "show_state": False, "history": None, 
 
 
 def game_config(model: str, split: str, n: int, size: dict[str, Any], sampling: dict[str, Any]) -> dict[str, Any]:
-    return {"game": "textworld_cooking", "game_args": {**GAME_ARGS, "max_steps": size["max_steps"]},
+    return {"game": "textworld_cooking", "view": "rendered", "game_args": {**GAME_ARGS, "max_steps": size["max_steps"]},
             "dataset": {"name": "cookingworld", "split": split, "limit": n, "args": {"params": size["params"]}},
             "agents": {"cook": {"role": "player", "model": model, "sampling": sampling}},
             "tournament": {"type": "self_play", "participants": ["cook"]},

@@ -34,7 +34,8 @@ def eval_plan(config: LoopConfig, k: int, seats: int, judge: str | None = None) 
         agents[judge] = {"role": "judge", **config.evaluation.heldout_judges[judge]}
     else:
         agents.update({j: sp["agents"][j] for j in judges})
-    return {"game": sp["game"], "game_args": sp.get("game_args", {}), "dataset": config.evaluation.dataset,
+    view = {"view": sp["view"]} if sp.get("view") else {}  # the held-out games in the view the policy trained in
+    return {"game": sp["game"], "game_args": sp.get("game_args", {}), **view, "dataset": config.evaluation.dataset,
             "agents": agents, "tournament": {"type": "custom", "matchups": matchups, "judges": judges,
                                              "flip": config.evaluation.flip, "repeats": config.evaluation.repeats},
             "run": sp.get("run", {})}

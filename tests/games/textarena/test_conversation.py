@@ -55,10 +55,13 @@ def test_each_call_extends_the_players_previous_call_and_the_game_is_the_same():
         assert r.outcome.rewards == twin.outcome.rewards
 
 
-def test_the_rendered_view_stays_the_default():
+def test_the_conversation_is_the_default_and_rendered_is_one_setting_away():
     (r, *_) = play(config(None, n=1))
     calls = [c for c in r.calls if c.player == "Player 0"]
-    assert all(len(c.messages) == 2 for c in calls)  # system + the whole game so far, every turn
+    assert [len(c.messages) for c in calls] == [2 * i + 2 for i in range(len(calls))]  # grows a turn at a time
+    (r, *_) = play(config("rendered", n=1))
+    calls = [c for c in r.calls if c.player == "Player 0"]
+    assert len(calls) > 1 and all(len(c.messages) == 2 for c in calls)  # system + the whole game so far
 
 
 def test_a_conversation_that_rewrites_an_earlier_message_fails_the_episode_naming_game_move_and_message(monkeypatch):

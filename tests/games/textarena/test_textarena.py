@@ -231,7 +231,7 @@ def test_kuhn_poker_pays_chips_per_hand_with_one_hand_a_game_and_the_rule_player
         assert set(r.outcome.rewards.values()) == {-1.0, 1.0}  # TextArena's pot is the antes: a hand is +-1
         rule = next(p for p, s in r.seats.items() if s.agent == "a")
         for call in (c for c in r.calls if c.player == rule):
-            obs, move = call.messages[-1].content, call.completions[0].text
+            obs, move = "\n".join(m.content for m in call.messages), call.completions[0].text  # either view
             card = obs.rsplit("Your card is: '", 1)[1][0]
             assert not (card == "K" and move == "[fold]") and not (card == "J" and move == "[bet]")
 

@@ -100,7 +100,8 @@ def test_with_the_full_history_view_every_turn_of_the_row_is_what_the_player_saw
 
 
 def test_the_short_history_view_rewrites_earlier_observations():
-    records = _play({**CONFIG, "game_args": {"max_steps": 30, "history": None}})
+    # naming the short history keeps the rendered view (the conversation would keep every answer whole)
+    records = _play({**CONFIG, "game_args": {"max_steps": 30, "history": None, "history_view": "short"}})
     same = _prompts_in_row(records)
     assert len(same) > 10
     assert sum(same) == len(records)  # only each episode's last turn, whose prompt the row is
