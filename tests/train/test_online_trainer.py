@@ -39,6 +39,13 @@ def test_group_role_and_rae_baselines():
 def test_who_sits_where():
     fixed = Opponents(OpponentSettings(), "me", ["me", "bot"], seats=2)
     assert fixed.seating(1, random.Random(0)).agents == ("bot", "me") and fixed.seating(1, random.Random(0)).trained == (1,)
+    pool = Opponents(OpponentSettings(mode="pool"), "me", ["me", "random", "blocker"], seats=2)
+    groups = [random.Random(g) for g in range(40)]
+    drawn = [pool.seating(0, random.Random(100 + g), group).agents for g, group in enumerate(groups)]
+    assert {a[1] for a in drawn} == {"random", "blocker"} and all(a[0] == "me" for a in drawn)
+    for g in range(5):  # every game of a group meets the same opponent, whatever its own generator
+        assert len({pool.seating(1, random.Random(k), random.Random(g)).agents for k in range(6)}) == 1
+    assert pool.seating(1, random.Random(0), random.Random(0)).trained == (1,)
     selfplay = Opponents(OpponentSettings(mode="self_play"), "me", ["me"], seats=2)
     s = selfplay.seating(0, random.Random(0))
     assert s.agents == ("me", "me") and s.trained == (0, 1)

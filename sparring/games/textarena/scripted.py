@@ -7,6 +7,10 @@
 - `kuhn_rule` (Kuhn Poker): a fixed card rule — with the King it bets (or calls), with the Queen it
   checks (or calls), with the Jack it checks (or folds to a bet); a held-out opponent the learning
   suite never trains against.
+- `tictactoe_perfect` (TicTacToe): minimax over the whole game — it never loses, and takes a win
+  or a draw when one exists; among equally good moves it picks one seeded by the observation.
+- `tictactoe_blocker` (TicTacToe): one move of look-ahead — it takes a win when it can, blocks the
+  opponent's when it must, and otherwise moves at random (the player `textarena-random` never is).
 - `negotiator` (SimpleNegotiation): accepts an incoming offer that does not lose it value by its own
   values, otherwise denies it and offers one unit of its least valuable resource for one unit of its
   most valuable one.
@@ -14,6 +18,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 import re
@@ -82,3 +87,86 @@ def negotiator(request: GenerateRequest) -> str:
         return "[Deny]"
     cheap, dear = min(values, key=values.__getitem__), max(values, key=values.__getitem__)
     return f"[Offer: 1 {cheap} -> 1 {dear}]"
+
+
+_BOARD = re.compile(r"Current Board:\s*\n((?:.*\|.*\|.*\n?(?:-+\+-+\+-+\n?)?){3})")
+_SYMBOL = re.compile(r"you will be '([OX])'")
+_LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
+
+
+def _tictactoe(request: GenerateRequest) -> tuple[list[str], str, str, random.Random] | None:
+    """(the latest board as 9 cells, own symbol, the opponent's, a position-seeded generator)."""
+    obs = _observation(request)
+    boards, symbol = _BOARD.findall(obs), _SYMBOL.search(obs)
+    if not boards or not symbol:
+        return None
+    cells = [c.strip() for row in boards[-1].splitlines() if "|" in row for c in row.split("|")]
+    if len(cells) != 9:
+        return None
+    me = symbol.group(1)
+    return cells, me, "X" if me == "O" else "O", _rng(obs)
+
+
+def _winner(cells: list[str]) -> str | None:
+    for a, b, c in _LINES:
+        if cells[a] == cells[b] == cells[c] and cells[a] in ("O", "X"):
+            return cells[a]
+    return None
+
+
+def _free(cells: list[str]) -> list[int]:
+    return [i for i, c in enumerate(cells) if c not in ("O", "X")]
+
+
+def _value(cells: list[str], me: str, other: str, to_move: str) -> int:
+    """Minimax value for `me` (+1 win, 0 draw, -1 loss) with `to_move` on the move."""
+    return _minimax("".join(c if c in ("O", "X") else "." for c in cells), me, other, to_move)
+
+
+@functools.cache
+def _minimax(board: str, me: str, other: str, to_move: str) -> int:
+    """`_value` on a 9-character board ("." free): cached, as the whole game has < 6,000 positions."""
+    cells = [c if c != "." else str(i) for i, c in enumerate(board)]
+    won = _winner(cells)
+    if won is not None:
+        return 1 if won == me else -1
+    free = _free(cells)
+    if not free:
+        return 0
+    nxt = other if to_move == me else me
+    values = [_minimax(board[:i] + to_move + board[i + 1:], me, other, nxt) for i in free]
+    return max(values) if to_move == me else min(values)
+
+
+def tictactoe_perfect(request: GenerateRequest) -> str:
+    parsed = _tictactoe(request)
+    if parsed is None:
+        return random_legal(request)
+    cells, me, other, rng = parsed
+    scored = []
+    for i in _free(cells):
+        cells[i] = me
+        scored.append((_value(cells, me, other, other), i))
+        cells[i] = str(i)
+    best = max(v for v, _ in scored)
+    return f"[{rng.choice([i for v, i in scored if v == best])}]"
+
+
+def _completes(cells: list[str], symbol: str) -> list[int]:
+    """The free cells that would give `symbol` three in a row."""
+    out = []
+    for i in _free(cells):
+        cells[i] = symbol
+        if _winner(cells) == symbol:
+            out.append(i)
+        cells[i] = str(i)
+    return out
+
+
+def tictactoe_blocker(request: GenerateRequest) -> str:
+    parsed = _tictactoe(request)
+    if parsed is None:
+        return random_legal(request)
+    cells, me, other, rng = parsed
+    choice = _completes(cells, me) or _completes(cells, other) or _free(cells)
+    return f"[{rng.choice(choice)}]"

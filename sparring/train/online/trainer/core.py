@@ -131,9 +131,10 @@ class OnlineTrainer:
         out = []
         for n, prompt in enumerate(prompts):
             instance_id, seat = parse_prompt(prompt)
+            group = derive_seed(self.config.seed, "grpo-group", step, n, instance_id, seat)
             for copy in range(self.config.num_generations):
                 seed = derive_seed(self.config.seed, "grpo", step, n, instance_id, seat, copy)
-                seating = self.opponents.seating(seat, random.Random(seed))
+                seating = self.opponents.seating(seat, random.Random(seed), random.Random(group))
                 job = self.arena.job(instance_id, seating.agents, seed=seed,
                                      repeat=step * 10_000 + n * self.config.num_generations + copy)
                 out.append((job, seating.trained, n))

@@ -6,6 +6,10 @@
   fixed models the learner can learn to exploit.
 - `self_play`: the learner plays every competing seat of the game and is trained in each; a
   judge (an evaluator seat) is never the learner and never trained.
+- `pool`: the learner plays its prompt's seat; each other seat is, per group, one of the
+  experiment's other participants drawn uniformly — the same for every game of the group, so GRPO
+  compares the learner's games against one opponent, while the steps mix them (e.g. a random
+  player and one that blocks, so that beating the first is not all it learns).
 - `league`: the learner plays its prompt's seat; each other seat is, per game, the current learner
   (probability `current_share`; that seat is then trained too, as in self-play) or one of its
   frozen earlier checkpoints, sampled uniformly (SPIRAL-style opponent diversity, so that the
@@ -33,9 +37,10 @@ SNAPSHOT_AGENT = "{agent}-past{k}"  # the agent that plays it
 class OpponentSettings(Strict):
     """`opponents:` of an online config (sparring's trainer)."""
 
-    mode: Literal["fixed", "self_play", "league"] = Field(
-        "fixed", description="fixed: the experiment's other participants; self_play: the learner in every "
-        "competing seat, trained in each; league: the learner against itself or its earlier checkpoints")
+    mode: Literal["fixed", "pool", "self_play", "league"] = Field(
+        "fixed", description="fixed: the experiment's other participants; pool: per group, one of them drawn "
+        "at random; self_play: the learner in every competing seat, trained in each; league: the learner "
+        "against itself or its earlier checkpoints")
     league_size: int = Field(4, ge=1, description="league: earlier checkpoints kept")
     snapshot_every: int = Field(10, ge=1, description="league: steps between checkpoints joining the league")
     current_share: float = Field(0.5, ge=0.0, le=1.0, description="league: share of games whose opponent is the "
@@ -58,7 +63,8 @@ class Opponents:
         self.snapshots: list[int] = []  # league slots filled so far, oldest first (slot k = adapter past-k)
         self.snapshot_steps: dict[int, int] = {}  # slot -> the step it was taken after
 
-    def seating(self, seat: int, rng: random.Random) -> Seating:
+    def seating(self, seat: int, rng: random.Random, group: random.Random | None = None) -> Seating:
+        """`rng`: this game's generator; `group`: its group's (the same for every game of a group)."""
         mode = self.settings.mode
         if mode == "self_play":
             return Seating((self.learner,) * self.seats, tuple(range(self.seats)))
@@ -72,6 +78,11 @@ class Opponents:
                     agents.append(SNAPSHOT_AGENT.format(agent=self.learner, k=rng.choice(self.snapshots)))
             return Seating(tuple(agents), tuple(trained))
         others = self.others or [self.learner]
+        if mode == "pool":
+            draw = group or rng
+            agents = [draw.choice(others) for _ in range(self.seats)]
+            agents[seat] = self.learner
+            return Seating(tuple(agents), (seat,))
         agents = [others[i % len(others)] for i in range(self.seats)]
         agents[seat] = self.learner
         return Seating(tuple(agents), (seat,))
