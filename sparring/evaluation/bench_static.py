@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from sparring.errors import SparringError
@@ -44,7 +45,7 @@ def run_static(suite: Suite, suite_path: Path, models: list[str], specs: Any, ou
         "models": {}, "status": "ok", "note": ""}
     why = "statscore skipped: --no-statscore" if not enabled else lm_eval_missing()
     if why:
-        console.print(f"[yellow]{why}[/yellow]")
+        console.print(f"[yellow]{escape(why)}[/yellow]")
         data.update(status="skipped", note=why)
         return data
     for model in models:
@@ -53,7 +54,7 @@ def run_static(suite: Suite, suite_path: Path, models: list[str], specs: Any, ou
             res = run_statscore(specs[resolve_name(model, specs)], block, suite_path.parent, limit=limit,
                                 seed=seed, console=console)
         except SparringError as e:
-            console.print(f"[red]{model} · statscore: {e}[/red]")
+            console.print(f"[red]{escape(f'{model} · statscore: {e}')}[/red]")
             data["models"][model] = {"status": "error", "error": " ".join(str(e).split())}
             data["status"] = "incomplete"
             continue
@@ -61,7 +62,7 @@ def run_static(suite: Suite, suite_path: Path, models: list[str], specs: Any, ou
         if items:
             res["items_file"] = str(write_items(items_path(out, model), items))
         if res["status"] == "skipped":
-            console.print(f"[yellow]{model}: {res['note']}[/yellow]")
+            console.print(f"[yellow]{escape(f'{model}: ' + res['note'])}[/yellow]")
         elif res["status"] != "ok":
             data["status"] = "incomplete"
         data["models"][model] = res
@@ -104,20 +105,20 @@ def print_static(console: Console, static: dict[str, Any] | None, suite_label: s
     if not static:
         return
     if static["status"] == "skipped":
-        console.print(f"[yellow]{static['note']}[/yellow]")
+        console.print(f"[yellow]{escape(static['note'])}[/yellow]")
         return
     for key, spec in static["tasks"].items():
         table = Table(title=f"static task {key} (lm-eval {spec['task']}; 95% CIs)", title_justify="left")
         for col in TASK_COLUMNS:
             table.add_column(col)
         for row in task_rows(static, key):
-            table.add_row(*row)
+            table.add_row(*map(escape, row))
         console.print(table)
     table = Table(title=f"statscore — {suite_label} (lm-eval; 95% CI)", title_justify="left")
     for col in STAT_COLUMNS:
         table.add_column(col)
     for row in stat_rows(static):
-        table.add_row(*row)
+        table.add_row(*map(escape, row))
     console.print(table)
 
 

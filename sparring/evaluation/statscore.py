@@ -34,13 +34,13 @@ from sparring.evaluation.clemscore import clemscore
 from sparring.evaluation.static_tasks import StaticTask, Statscore, include_paths, task_config
 from sparring.stats.stats_tests import bootstrap_ci
 
-INSTALL_HINT = "pip install 'sparring[statscore]' (EleutherAI's lm-evaluation-harness)"
+INSTALL_HINT = "pip install 'sparring[statscore]' installs it (EleutherAI's lm-evaluation-harness)"
 
 
 def lm_eval_missing() -> str | None:
     """Why the statscore cannot run here (lm-eval not installed), or None."""
     if importlib.util.find_spec("lm_eval") is None:
-        return f"statscore skipped: lm-eval is not installed ({INSTALL_HINT})"
+        return f"statscore skipped: lm-eval is not installed; {INSTALL_HINT}"
     return None
 
 
@@ -226,7 +226,9 @@ def run_statscore(spec: Any, block: Statscore, suite_dir: Path, *, adapter: str 
             tasks[key], items[key] = run_task(lm, task, key, block, suite_dir, limit)
         except StaticTaskError as e:
             if console is not None:
-                console.print(f"[red]{e}[/red]")
+                from rich.markup import escape
+
+                console.print(f"[red]{escape(str(e))}[/red]")
             tasks[key] = {"status": "error", "task": task.task, "error": str(e)}
     del lm
     status = "ok" if all(t["status"] == "ok" for t in tasks.values()) else "incomplete"
