@@ -138,6 +138,8 @@ def run_bench(opts: BenchOptions, console: Console | None = None) -> BenchResult
                                                 output_dir=str(out / "runs" / slug(model)),
                                                 quiet=opts.quiet)))
     if opts.dry_run:
+        if suite.statscore is not None and opts.statscore:
+            console.print(f"then the statscore: {', '.join(suite.statscore.tasks)} (lm-eval) on each model")
         return _dry_run(console, jobs, out)
     qualities: dict[str, dict[str, list[float | None]]] = {m: {} for m in opts.models}
     status = "complete"
@@ -173,8 +175,13 @@ def run_bench(opts: BenchOptions, console: Console | None = None) -> BenchResult
             pool.close()
     data = _summary(suite, suite_path, opts, games, qualities, status)
     if status != "interrupted":
-        static = run_static(suite, suite_path, opts.models, specs, out, enabled=opts.statscore,
-                            limit=opts.static_limit, seed=opts.seed, console=console)
+        try:
+            static = run_static(suite, suite_path, opts.models, specs, out, enabled=opts.statscore,
+                                limit=opts.static_limit, seed=opts.seed, console=console)
+        except KeyboardInterrupt:  # the games are scored: write them, say the statscore was cut short
+            console.print("[yellow]statscore interrupted[/yellow]")
+            static, status = {"status": "skipped", "note": "statscore interrupted", "tasks": {}, "models": {}}, "interrupted"
+            data["status"] = status
         data["statscore"] = json_safe(static)
         if static and static["status"] == "incomplete" and status == "complete":
             data["status"] = status = "incomplete"

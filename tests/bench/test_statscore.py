@@ -205,3 +205,48 @@ def test_bench_reports_clemscore_and_statscore_with_and_without_an_adapter(lora_
     items = [json.loads(Path(d["statscore"]["models"][m]["items_file"]).read_text())["facts"]
              for d, m in ((base, "smollm2-135m"), (adapted, model))]
     assert set(items[0]) == set(items[1])  # the same documents, so paired comparisons are possible
+
+
+@lm_eval_mark
+def test_the_full_suites_tasks_and_metrics_are_lm_evals():
+    """Playpen's set as suite.yaml names it: every task or group lm-eval knows (or a file of ours),
+    and each metric and filter appears in the task's own YAML, so the suite fails on no name."""
+    from lm_eval.tasks import TaskManager
+
+    suite, path = load_suite("suite")
+    assert suite.statscore is not None
+    manager = TaskManager()
+    index = manager.task_index
+    for key, spec in suite.statscore.tasks.items():
+        if spec.file:
+            cfg = task_config(spec, path.parent, key)
+            assert isinstance(cfg, dict) and cfg["task"] == spec.task
+            text = yaml.safe_dump(cfg)
+        else:
+            assert spec.task in index, spec.task
+            folder = Path(index[spec.task].yaml_path).parent
+            text = "\n".join(p.read_text() for p in folder.iterdir() if p.name.endswith("yaml"))
+        assert spec.metric in text, (key, spec.metric)
+        assert spec.filter == "none" or spec.filter in text, (key, spec.filter)
+
+
+@lm_eval_mark
+@pytest.mark.bundled
+def test_the_cladder_task_generates_and_scores_the_first_word_offline(smol_spec, tmp_path: Path):
+    """sparring's CLadder task (Playpen's prompt, first word yes/no) end to end on three local
+    documents shaped like clembench-playpen/cladder (`prompt`, `label`), through the chat template."""
+    from sparring.evaluation.statscore import hflm, run_task
+
+    rows = [{"prompt": "If it rains, the grass gets wet. It rained. Is the grass wet?", "label": "yes"},
+            {"prompt": "Smoking causes cancer. Does cancer cause smoking?", "label": "no"},
+            {"prompt": "Does a cause always come before its effect?", "label": "yes"}]
+    (tmp_path / "cl.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    cfg = yaml.safe_load((STATIC / "cladder.yaml").read_text())
+    cfg.pop("dataset_name")
+    cfg.update(task="local_cladder", dataset_path="json", dataset_kwargs={"data_files": {"default": "cl.jsonl"}})
+    (tmp_path / "cladder.yaml").write_text(yaml.safe_dump(cfg))
+    spec = StaticTask(task="local_cladder", file="cladder.yaml", metric="exact_match", filter="first-word")
+    block = Statscore(tasks={"cladder": spec}, apply_chat_template=True)
+    figures, items = run_task(hflm(smol_spec, None, 4), spec, "cladder", block, tmp_path)
+    assert figures["n"] == 3 and figures["filter"] == "first-word" and 0.0 <= figures["value"] <= 1.0
+    assert set(items.values()) <= {0.0, 100.0} and len(items) == 3
