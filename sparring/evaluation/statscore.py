@@ -80,9 +80,16 @@ def hflm(spec: Any, adapter: str | None, batch_size: int) -> Any:
     peft = adapter or _adapter_of(args)
     if peft is not None and not (Path(peft) / "adapter_config.json").is_file():
         raise SparringError(f"{peft} is not an adapter directory (no adapter_config.json)")
-    return HFLM(pretrained=pretrained, revision=args.revision or "main", tokenizer=args.tokenizer, peft=peft,
-                device=str(device), dtype=resolve_dtype(args.dtype, device), batch_size=batch_size,
-                trust_remote_code=args.trust_remote_code)
+    if args.quantization:
+        raise SparringError(f"statscore: model {spec.name!r} is quantized ({args.quantization}), and the statscore "
+                            "loads models unquantized: benchmark a spec without `quantization`, or pass --no-statscore")
+    try:
+        return HFLM(pretrained=pretrained, revision=args.revision or "main", tokenizer=args.tokenizer, peft=peft,
+                    device=str(device), dtype=resolve_dtype(args.dtype, device), batch_size=batch_size,
+                    trust_remote_code=args.trust_remote_code)
+    except (OSError, ValueError) as e:  # not found, not reachable, not a causal LM
+        raise SparringError(f"statscore: lm-eval cannot load model {spec.name!r} ({pretrained}"
+                            f"{' + ' + peft if peft else ''}): {_one_line(e)}") from None
 
 
 def _leaves(result: Mapping[str, Any], name: str) -> list[str]:
