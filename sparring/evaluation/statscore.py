@@ -225,6 +225,9 @@ def run_statscore(spec: Any, block: Statscore, suite_dir: Path, *, adapter: str 
         return {"status": "skipped", "tasks": {}, "items": {},
                 "note": f"statscore skipped: model {spec.name!r} uses the {spec.backend!r} backend; lm-eval scores "
                         "a local transformers model (backend hf)"}
+    from sparring.models.hf import HFModel
+
+    adapter = adapter or _adapter_of(HFModel.Args(**spec.args))  # the one lm-eval plays with, for bench.json
     lm = hflm(spec, adapter, block.batch_size)
     tasks: dict[str, dict[str, Any]] = {}
     items: dict[str, dict[str, float]] = {}
