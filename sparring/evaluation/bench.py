@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from sparring.errors import SparringError, UnknownNameError
@@ -122,7 +123,7 @@ def run_bench(opts: BenchOptions, console: Console | None = None) -> BenchResult
         console.print(f"with adapter {opts.adapter}: {', '.join(names)} (defined in {models_file})")
     skipped = _unregistered(suite, keys)
     for key, why in skipped.items():
-        console.print(f"[yellow]{key}: {why}[/yellow]")
+        console.print(f"[yellow]{escape(f'{key}: {why}')}[/yellow]")  # keeps `sparring[extra]` visible
     games: dict[str, dict[str, Any]] = {
         key: {"game": suite.games[key].game, "status": "skipped" if key in skipped else "ok",
               "note": skipped.get(key, ""), "models": {}} for key in keys}

@@ -202,6 +202,8 @@ def test_bench_reports_clemscore_and_statscore_with_and_without_an_adapter(lora_
         assert st["status"] == "ok" and st["tasks"]["facts"]["n"] == FACTS_N
         assert 0.0 <= st["statscore"] <= 100.0 and Path(st["items_file"]).is_file()
     assert "## statscore" in (tmp_path / "adapter" / "bench.md").read_text()
+    assert adapted["statscore"]["models"][model]["adapter"] == str(lora_dir.resolve())  # lm-eval's peft=
+    assert base["statscore"]["models"]["smollm2-135m"]["adapter"] is None
     items = [json.loads(Path(d["statscore"]["models"][m]["items_file"]).read_text())["facts"]
              for d, m in ((base, "smollm2-135m"), (adapted, model))]
     assert set(items[0]) == set(items[1])  # the same documents, so paired comparisons are possible
