@@ -28,7 +28,7 @@ from sparring.types import Strict
 class StaticTask(Strict):
     """One static task: an lm-eval task or group and the metric that is its score."""
 
-    task: str = Field(description="lm-eval task or group name (lm_eval --tasks list), or the `task:` of `file`")
+    task: str = Field(description="lm-eval task or group name (`lm-eval ls tasks`), or the `task:` of `file`")
     file: str | None = Field(None, description="an lm-eval task YAML, relative to the suite file")
     metric: str | None = Field(None, description="the lm-eval metric that is the task's score (default: "
                                "the first one lm-eval reports)")

@@ -161,7 +161,7 @@ def _load_error(err: BaseException, spec: StaticTask, key: str, cfg: str | dict[
     text = _one_line(err)
     if isinstance(err, KeyError) and "not a registered" in text:
         return StaticTaskError(f"statscore task {key}: lm-eval has no task or group {spec.task!r} "
-                               "(`lm_eval ls tasks` lists them; a task of your own goes in statscore.include_path "
+                               "(`lm-eval ls tasks` lists them; a task of your own goes in statscore.include_path "
                                "or file)")
     found = _HUB_ID.search(text)
     hub = cfg.get("dataset_path") if isinstance(cfg, dict) else None
