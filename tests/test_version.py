@@ -66,8 +66,9 @@ def test_the_wheel_installs_in_a_clean_venv_with_complete_metadata(tmp_path):
     assert meta["License-Expression"] == "Apache-2.0" and meta["Requires-Python"]
     requires = meta.get_all("Requires-Dist")
     assert any(r.startswith("transformers") for r in requires) and any(r.startswith("trl") for r in requires)
-    assert {"verifiers", "textarena", "serve", "web"} <= set(meta.get_all("Provides-Extra"))
+    assert {"verifiers", "textarena", "serve", "web", "statscore"} <= set(meta.get_all("Provides-Extra"))
     for path in ("sparring/configs/models.yaml", "sparring/configs/experiments/quickstart.yaml",
+                 "sparring/configs/bench/static/facts.yaml", "sparring/configs/bench/static/facts.jsonl",
                  "sparring/configs/experiments/models/scripted.yaml", "sparring/configs/train/dpo-quickstart.yaml",
                  "sparring/games/negotiation/prompts/negotiation.yaml"):
         assert path in names, path

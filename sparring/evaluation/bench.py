@@ -6,6 +6,9 @@ config is written to `OUTPUT/configs/MODEL/ENTRY.yaml` and played by `run_experi
 its own report). Only the episodes the current command schedules are scored, so a quick
 `--instances 2` pass and a full pass can share run directories. Scores (see
 `sparring.evaluation.clemscore`) go to the console and to `OUTPUT/bench.json` and `OUTPUT/bench.md`.
+A suite with a `statscore:` block then runs its static tasks on each model through lm-eval
+(`sparring.evaluation.bench_static`): the statscore beside the clemscore, as Playpen reports them.
+`--adapter DIR` benchmarks every model with that LoRA adapter (`bench_adapter`).
 
 One model pool serves every run of a model under test, so it is loaded once for the whole suite
 (and closed before the next model's runs).
@@ -13,8 +16,8 @@ One model pool serves every run of a model under test, so it is loaded once for 
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,11 +26,13 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from sparring.errors import SparringError, UnknownNameError
+from sparring.evaluation.bench_static import print_static, run_static, static_markdown
 from sparring.evaluation.clemscore import clemscore, episode_quality, fmt, game_score, has_quality
-from sparring.evaluation.suite import Suite, experiment_config, load_suite, select_games
+from sparring.evaluation.suite import Suite, experiment_config, load_suite, select_games, slug
 from sparring.stable_json import json_safe
 
 BENCH_JSON, BENCH_MD = "bench.json", "bench.md"
@@ -46,6 +51,9 @@ class BenchOptions:
     report: bool = True
     seed: int = 0  # of the bootstrap
     dry_run: bool = False
+    adapter: str | None = None  # a LoRA adapter every model plays with (games and statscore)
+    statscore: bool = True  # run the suite's static tasks (lm-eval), if it has any
+    static_limit: int | None = None  # at most N documents per static task
 
 
 @dataclass
@@ -54,11 +62,6 @@ class BenchResult:
     output_dir: Path
     status: str  # complete | incomplete | interrupted
     files: list[Path] = field(default_factory=list)
-
-
-def slug(name: str) -> str:
-    """A model name as a directory name (`org/model` -> `org_model`)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "model"
 
 
 def _one_line(err: BaseException) -> str:
@@ -112,9 +115,15 @@ def run_bench(opts: BenchOptions, console: Console | None = None) -> BenchResult
     _resolve_models(opts)
     out = (Path(opts.output_dir).expanduser() if opts.output_dir
            else runs_root() / slug(f"bench-{suite.name}-v{suite.version}"))
+    if opts.adapter is not None:
+        from sparring.evaluation.bench_adapter import adapted_models
+
+        names, models_file = adapted_models(opts.models, opts.adapter, opts.models_file, out)
+        opts = dataclasses.replace(opts, models=names, models_file=models_file)
+        console.print(f"with adapter {opts.adapter}: {', '.join(names)} (defined in {models_file})")
     skipped = _unregistered(suite, keys)
     for key, why in skipped.items():
-        console.print(f"[yellow]{key}: {why}[/yellow]")
+        console.print(f"[yellow]{escape(f'{key}: {why}')}[/yellow]")  # keeps `sparring[extra]` visible
     games: dict[str, dict[str, Any]] = {
         key: {"game": suite.games[key].game, "status": "skipped" if key in skipped else "ok",
               "note": skipped.get(key, ""), "models": {}} for key in keys}
@@ -130,6 +139,8 @@ def run_bench(opts: BenchOptions, console: Console | None = None) -> BenchResult
                                                 output_dir=str(out / "runs" / slug(model)),
                                                 quiet=opts.quiet)))
     if opts.dry_run:
+        if suite.statscore is not None and opts.statscore:
+            console.print(f"then the statscore: {', '.join(suite.statscore.tasks)} (lm-eval) on each model")
         return _dry_run(console, jobs, out)
     qualities: dict[str, dict[str, list[float | None]]] = {m: {} for m in opts.models}
     status = "complete"
@@ -164,6 +175,17 @@ def run_bench(opts: BenchOptions, console: Console | None = None) -> BenchResult
         for pool in pools.values():
             pool.close()
     data = _summary(suite, suite_path, opts, games, qualities, status)
+    if status != "interrupted":
+        try:
+            static = run_static(suite, suite_path, opts.models, specs, out, enabled=opts.statscore,
+                                limit=opts.static_limit, seed=opts.seed, console=console)
+        except KeyboardInterrupt:  # the games are scored: write them, say the statscore was cut short
+            console.print("[yellow]statscore interrupted[/yellow]")
+            static, status = {"status": "skipped", "note": "statscore interrupted", "tasks": {}, "models": {}}, "interrupted"
+            data["status"] = status
+        data["statscore"] = json_safe(static)
+        if static and static["status"] == "incomplete" and status == "complete":
+            data["status"] = status = "incomplete"
     files = write_bench(out, data)
     print_bench(console, data)
     for f in files:
@@ -277,6 +299,7 @@ def print_bench(console: Console, data: dict[str, Any]) -> None:
     for row in _clem_rows(data):
         table.add_row(*row)
     console.print(table)
+    print_static(console, data.get("statscore"), f"{s['name']} v{s['version']}")
 
 
 def _md_table(columns: list[str], rows: list[list[str]]) -> list[str]:
@@ -300,6 +323,7 @@ def bench_markdown(data: dict[str, Any]) -> str:
         lines += [*_md_table(GAME_COLUMNS, _game_rows(data, key)), ""]
         if g["note"]:
             lines += [g["note"], ""]
+    lines += static_markdown(data.get("statscore"), _md_table)
     return "\n".join(lines)
 
 

@@ -20,6 +20,7 @@ resumable run directory with its own config.yaml and report.
 from __future__ import annotations
 
 import copy
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from pydantic import Field, model_validator
 
 from sparring.config_io import read_yaml, validate
 from sparring.errors import ConfigError, UnknownNameError
+from sparring.evaluation.static_tasks import Statscore
 from sparring.types import Strict
 
 MODEL, PARTNER = "$model", "$partner"
@@ -69,6 +71,7 @@ class Suite(Strict):
     description: str = ""
     run: dict[str, Any] = Field(default_factory=dict, description="run defaults of every entry (seed, max_live)")
     games: dict[str, SuiteEntry]
+    statscore: Statscore | None = Field(None, description="static tasks (lm-eval) whose mean is the statscore")
 
     @model_validator(mode="before")
     @classmethod
@@ -117,6 +120,11 @@ def select_games(suite: Suite, games: list[str] | None) -> list[str]:
         if g not in suite.games:
             raise UnknownNameError(f"game of suite {suite.name!r}", g, list(suite.games))
     return list(dict.fromkeys(games))
+
+
+def slug(name: str) -> str:
+    """A model name as a directory name (`org/model` -> `org_model`)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "model"
 
 
 def _fill(agents: dict[str, dict[str, Any]], model: str, partner: str) -> dict[str, dict[str, Any]]:

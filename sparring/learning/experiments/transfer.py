@@ -4,13 +4,21 @@ trained (registered as `MODEL@STAGE` in OUTPUT/models.yaml, so `sparring bench M
 suite (`bench-quickstart`, the same instances for every model); per adapter: its per-game scores
 on the games it did NOT train on, their mean (clemscore-style, 0-100) and the paired per-game
 difference against the base model. The trained game's held-out gain is in its own experiment.
+
+Beside the games, the statscore (Playpen's second number: general ability on static tasks, run by
+lm-evaluation-harness; `sparring.evaluation.statscore`): the quickstart suite's local task set,
+before (base) and after (each adapter) on the same documents, with the paired per-document
+difference and its bootstrap interval, so a recipe that costs general ability shows it. Without
+lm-eval installed the statscore rows are left out and a note says so.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
+from pathlib import Path
 from typing import Any
 
 from sparring.errors import SparringError
@@ -62,7 +70,7 @@ def run(ctx: Context) -> Experiment:
     ids = [f"bench:{k}" for k in games]
     exp = Experiment(name="transfer", description="Transfer / forgetting: each trained adapter and the base "
                      "model on the bench-quickstart games (same instances); mean score over the games the "
-                     "adapter did not train on.", model=ctx.label, primary="other_games_score",
+                     "adapter did not train on; statscore (lm-eval static tasks) before/after, paired per document.", model=ctx.label, primary="other_games_score",
                      training_ids=[], heldout_ids=ids,
                      target="no loss on the games an adapter did not train on (interval of the change includes 0 or is above)")
     base_scores = _scores(games, ctx.label)
@@ -76,9 +84,36 @@ def run(ctx: Context) -> Experiment:
                                 info={"per_game": scores, "trained_game": game,
                                       "base_on_same_games": _mean(list(base_other.values())).value}))
         exp.paired[f"other-game score {alias.split('@', 1)[1]} - base"] = paired(base_other, scores)
+    _statscore(exp, data.get("statscore"), ctx.label, models)
     exp.notes.append(f"bench output: {out} (bench.json has every per-game score with its interval)")
     exp.wall_s = time.perf_counter() - start
     return exp
+
+
+def _statscore(exp: Experiment, static: dict[str, Any] | None, base: str, models: list[str]) -> None:
+    """Each stage's statscore and, per static task, the paired per-document change against the base."""
+    from sparring.evaluation.statscore import read_items
+
+    if not static or static.get("status") == "skipped":
+        exp.notes.append((static or {}).get("note") or "statscore: the bench suite has no static tasks")
+        return
+    rows = static.get("models") or {}
+    items = {m: read_items(Path(r["items_file"])) if r.get("items_file") else {} for m, r in rows.items()}
+    for stage in exp.stages:
+        model = base if stage.step == 0 else next((m for m in models if m.split("@", 1)[1] == stage.name), None)
+        row = rows.get(model or "") or {}
+        if row.get("status") not in ("ok", "incomplete") or math.isnan(float(row.get("statscore", math.nan))):
+            continue
+        n = sum(int(t.get("n") or 0) for t in (row.get("tasks") or {}).values() if t.get("status") == "ok")
+        stage.metrics["statscore"] = Estimate(float(row["statscore"]), n, tuple(row["ci"]), "mean")
+        stage.info["statscore_tasks"] = {k: t.get("score") for k, t in (row.get("tasks") or {}).items()}
+    for alias in models:
+        for task, before in items.get(base, {}).items():
+            after = items.get(alias, {}).get(task)
+            if after:
+                exp.paired[f"statscore {task} {alias.split('@', 1)[1]} - base"] = paired(before, after)
+    exp.notes.append("statscore: lm-eval on the bench suite's static tasks (0-100); paired = per-document "
+                     "difference on the documents both models answered, with a bootstrap interval")
 
 
 def _scores(games: dict[str, Any], model: str) -> dict[str, float]:
