@@ -36,9 +36,8 @@ PERFECT = "textarena-tictactoe-perfect"
 BLOCKER = "textarena-tictactoe-blocker"
 POOL = (OPPONENT, BLOCKER, PERFECT)
 SIZES = rl.SIZES
-TRAINING_PANELS = training_panels("win 1 / loss -1, -0.1 a refused move; per group one of random, blocker, "
-                                  "perfect", {"reward/Player 0": "reward, first to move",
-                                              "reward/Player 1": "reward, second to move"})
+TRAINING_PANELS = training_panels("win 1 / loss -1, mixed opponents",
+                                  {"reward/Player 0": "reward, first to move", "reward/Player 1": "reward, second to move"})
 
 
 def pool_config(ctx: Context, size: dict[str, Any], start: str) -> dict[str, Any]:
