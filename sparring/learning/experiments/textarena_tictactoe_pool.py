@@ -21,6 +21,7 @@ win against the random player and of "not lost" (a draw or a win) against the pe
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Any
 
 from sparring.learning.arms import Measured, run_arm
@@ -121,7 +122,8 @@ def run(ctx: Context) -> Experiment:
                             "against the random player: win not below the start; refused moves <= 0.05")
     exp.stages.append(Stage("start", 0, start_m.metrics, {"train": warm_s, **start_m.walls}, info=warm_info))
     ctx.progress(exp)
-    arms, measured = {}, {}
+    arms: dict[str, Any] = {}
+    measured: dict[str, Measured] = {}
 
     def measure_arm(trained: str, stage: str) -> Measured:
         measured[stage] = measure(ctx, trained, stage, size)
@@ -129,7 +131,7 @@ def run(ctx: Context) -> Experiment:
 
     for name, data, stage in (("tictactoe-grpo", rl.arm_config(ctx, size, start), "grpo"),
                               ("tictactoe-pool", pool_config(ctx, size, start), "pool")):
-        arms[stage] = run_arm(ctx, exp, name, data, lambda trained, s=stage: measure_arm(trained, s),
+        arms[stage] = run_arm(ctx, exp, name, data, partial(measure_arm, stage=stage),
                               stage=stage, step=size["steps"], start=start_m)
     for label in measured["pool"].per:
         exp.paired[f"{label} pool - grpo"] = paired(measured["grpo"].per[label], measured["pool"].per[label])
