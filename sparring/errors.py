@@ -15,6 +15,13 @@ def closest(name: str, known: Iterable[str], n: int = 3) -> list[str]:
     return [lowered[h] for h in hits] + subs[: max(0, n - len(hits))]
 
 
+def one_line(err: BaseException, limit: int | None = None) -> str:
+    """An exception's message on one line (whitespace collapsed; at most `limit` characters), or its
+    type's name when it has none: what a one-line report of a failure shows."""
+    text = " ".join(str(err).split())
+    return (text[:limit] if limit else text) or type(err).__name__
+
+
 class SparringError(Exception):
     """Base class: the CLI prints these as one clear message and exits non-zero."""
 

@@ -13,11 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-import yaml
-
 from sparring.agents.base import Agent, AgentGen
 from sparring.engine.branch import BranchDriver
-from sparring.engine.config import ExperimentConfig, RunSettings
+from sparring.engine.config import ExperimentConfig, RunSettings, read_config
 from sparring.engine.episode import EpisodeDriver, EpisodeJob
 from sparring.engine.instances import load_instances
 from sparring.engine.loader import Experiment, load_config, resolve
@@ -121,16 +119,13 @@ def keep_stored_view(cfg: ExperimentConfig, run_dir: Path) -> ExperimentConfig:
     """A config that names no `view`, resumed into a run stored before the conversation view became
     the default, keeps that run's view: the rendered one. Since then a resolved config always names
     its view, so a stored config without one was played rendered."""
-    stored = run_dir / CONFIG
-    if cfg.view is not None or not stored.is_file():
+    if cfg.view is not None or not (run_dir / CONFIG).is_file():
         return cfg
     try:
-        data = yaml.safe_load(stored.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        stored = read_config(run_dir)
+    except SparringError:
         return cfg  # the store's own check reports an unreadable config, with its file
-    if isinstance(data, dict) and data.get("view") is None:
-        return cfg.model_copy(update={"view": "rendered"})
-    return cfg
+    return cfg.model_copy(update={"view": "rendered"}) if stored.view is None else cfg
 
 
 def models_to_load(plan: Plan) -> list[str]:

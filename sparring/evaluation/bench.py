@@ -29,7 +29,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from sparring.errors import SparringError, UnknownNameError
+from sparring.errors import SparringError, UnknownNameError, one_line
 from sparring.evaluation.bench_static import print_static, run_static, static_markdown
 from sparring.evaluation.clemscore import clemscore, episode_quality, fmt, game_score, has_quality
 from sparring.evaluation.suite import Suite, experiment_config, load_suite, select_games, slug
@@ -62,10 +62,6 @@ class BenchResult:
     output_dir: Path
     status: str  # complete | incomplete | interrupted
     files: list[Path] = field(default_factory=list)
-
-
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split()) or type(err).__name__
 
 
 def _resolve_models(opts: BenchOptions) -> None:
@@ -157,8 +153,8 @@ def run_bench(opts: BenchOptions, console: Console | None = None) -> BenchResult
             try:
                 row, qs, run_status = _play(ropts, run_experiment, pools[model], console, opts.seed, opts.report)
             except (SparringError, ValidationError) as e:
-                console.print(f"[red]{model} · {key}: {_one_line(e)}[/red]")
-                games[key]["models"][model] = {"status": "error", "error": _one_line(e)}
+                console.print(f"[red]{model} · {key}: {one_line(e)}[/red]")
+                games[key]["models"][model] = {"status": "error", "error": one_line(e)}
                 status = "incomplete"
                 continue
             games[key]["models"][model] = row
@@ -230,7 +226,7 @@ def _dry_run(console: Console, jobs: list[tuple[str, str, Any]], out: Path) -> B
         try:
             info = describe(prepare(ropts))
         except (SparringError, ValidationError) as e:
-            console.print(f"[red]{model} · {key}: {_one_line(e)}[/red]")
+            console.print(f"[red]{model} · {key}: {one_line(e)}[/red]")
             status = "incomplete"
             continue
         table.add_row(model, key, str(info["instances"]), str(info["schedule"].get("episodes", "?")),

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from sparring.errors import SparringError
+from sparring.errors import SparringError, one_line
 from sparring.evaluation.clemscore import fmt
 from sparring.evaluation.suite import Suite, slug
 
@@ -55,7 +55,7 @@ def run_static(suite: Suite, suite_path: Path, models: list[str], specs: Any, ou
                                 seed=seed, console=console)
         except SparringError as e:
             console.print(f"[red]{escape(f'{model} · statscore: {e}')}[/red]")
-            data["models"][model] = {"status": "error", "error": " ".join(str(e).split())}
+            data["models"][model] = {"status": "error", "error": one_line(e)}
             data["status"] = "incomplete"
             continue
         items = res.pop("items")

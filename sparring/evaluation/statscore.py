@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sparring.errors import ConfigError, SparringError
+from sparring.errors import ConfigError, SparringError, one_line
 from sparring.evaluation.clemscore import clemscore
 from sparring.evaluation.static_tasks import StaticTask, Statscore, include_paths, task_config
 from sparring.stats.stats_tests import bootstrap_ci
@@ -46,10 +46,6 @@ def lm_eval_missing() -> str | None:
 
 class StaticTaskError(SparringError):
     """One static task could not run; the others still do."""
-
-
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split())[:400] or type(err).__name__
 
 
 def _adapter_of(args: Any) -> str | None:
@@ -89,7 +85,7 @@ def hflm(spec: Any, adapter: str | None, batch_size: int) -> Any:
                     trust_remote_code=args.trust_remote_code)
     except (OSError, ValueError) as e:  # not found, not reachable, not a causal LM
         raise SparringError(f"statscore: lm-eval cannot load model {spec.name!r} ({pretrained}"
-                            f"{' + ' + peft if peft else ''}): {_one_line(e)}") from None
+                            f"{' + ' + peft if peft else ''}): {one_line(e, 400)}") from None
 
 
 def _leaves(result: Mapping[str, Any], name: str) -> list[str]:
@@ -158,7 +154,7 @@ _HUB_ID = re.compile(r"'([\w.-]+/[\w.-]+)'")
 
 def _load_error(err: BaseException, spec: StaticTask, key: str, cfg: str | dict[str, Any]) -> StaticTaskError:
     """A dataset or task lm-eval could not load, as one line naming the task and the dataset."""
-    text = _one_line(err)
+    text = one_line(err, 400)
     if isinstance(err, KeyError) and "not a registered" in text:
         return StaticTaskError(f"statscore task {key}: lm-eval has no task or group {spec.task!r} "
                                "(`lm-eval ls tasks` lists them; a task of your own goes in statscore.include_path "
@@ -191,7 +187,7 @@ def run_task(lm: Any, spec: StaticTask, key: str, block: Statscore, suite_dir: P
     except (KeyError, OSError) as e:  # ConnectionError, datasets' DatasetNotFoundError: OSErrors
         raise _load_error(e, spec, key, cfg) from None
     except ValueError as e:  # lm-eval's word on a task config it cannot use
-        raise StaticTaskError(f"statscore task {key} (lm-eval task {spec.task!r}): {_one_line(e)}") from None
+        raise StaticTaskError(f"statscore task {key} (lm-eval task {spec.task!r}): {one_line(e, 400)}") from None
     if result is None:
         raise StaticTaskError(f"statscore task {key}: lm-eval returned nothing")
     figures, items = task_figures(result, spec, key)

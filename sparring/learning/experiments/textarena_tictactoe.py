@@ -45,7 +45,7 @@ def _dataset(split: str, n: int) -> dict[str, Any]:
     return {"name": "seeds", "split": split, "args": {"n": n}}
 
 
-def _match(model: str, size: dict[str, Any], temperature: float, split: str, n: int) -> dict[str, Any]:
+def match_config(model: str, size: dict[str, Any], temperature: float, split: str, n: int) -> dict[str, Any]:
     return {"game": "textarena", "game_args": {"env_id": ENV}, "dataset": _dataset(split, n), "view": size.get("view") or "rendered",
             "agents": {"policy": {"role": "player", "model": model,
                                   "sampling": {"temperature": temperature, "max_new_tokens": size["tokens"]}},
@@ -86,7 +86,7 @@ def warm_start(ctx: Context, size: dict[str, Any]) -> tuple[str, dict[str, Any],
 def _loop_config(ctx: Context, size: dict[str, Any], warm: str) -> Any:
     from sparring.train.loop.config import LoopConfig
 
-    selfplay = _match(ctx.label, size, 1.0, "train", size["games"])
+    selfplay = match_config(ctx.label, size, 1.0, "train", size["games"])
     return LoopConfig.model_validate({
         "name": "textarena-tictactoe", "alias": "tictactoe", "method": "sft", "iterations": size["iterations"],
         "output_dir": str(ctx.out / "loops" / "textarena-tictactoe"), "models_file": str(ctx.models_file),
@@ -100,14 +100,19 @@ def _loop_config(ctx: Context, size: dict[str, Any], warm: str) -> Any:
 
 def evaluate(ctx: Context, model: str, name: str, size: dict[str, Any]) -> tuple[dict, dict, Played]:
     """`model` against the random player on the held-out seeds, both seats."""
-    played = ctx.play(_match(model, size, 0.7, "test", size["heldout"]), name)
+    played = ctx.play(match_config(model, size, 0.7, "test", size["heldout"]), name)
     metrics, per = score_games(played.records)
     return metrics, per, played
 
 
+def game_key(record: Any) -> str:
+    """A held-out game's key for paired comparisons: `seed/flip|plain`."""
+    return f"{record.instance_id}/{'flip' if record.flip else 'plain'}"
+
+
 def score_games(records: list[Any], agent: str = "policy") -> tuple[dict[str, Any], dict[str, float]]:
     """`agent`'s win, draw and refused-move rates over its games, and its win per game
-    (`instance/flip|plain`, for paired comparisons)."""
+    (`game_key`, for paired comparisons)."""
     wins, draws, valid = [], [], []
     per: dict[str, float] = {}
     for r in records:
@@ -119,7 +124,7 @@ def score_games(records: list[Any], agent: str = "policy") -> tuple[dict[str, An
         attempts = int((m.get("attempts") or {}).get(seat, 0))
         bad = int((m.get("invalid_moves") or {}).get(seat, 0))
         valid.extend([True] * (attempts - bad) + [False] * bad)
-        per[f"{r.instance_id}/{'flip' if r.flip else 'plain'}"] = float(won)
+        per[game_key(r)] = float(won)
     metrics = {"win_rate": rate(wins), "invalid_move_share": rate([not v for v in valid]),
                "draw_rate": rate(draws), "moves_per_game": mean([len(valid) / max(len(wins), 1)])}
     return metrics, per

@@ -27,8 +27,7 @@ from typing import Any
 from sparring.learning.arms import Measured, run_arm
 from sparring.learning.context import Context
 from sparring.learning.experiments import textarena_tictactoe_rl as rl
-from sparring.learning.experiments.textarena_tictactoe import OPPONENT, score_games, warm_start
-from sparring.learning.experiments.textarena_tictactoe import _match as ttt_match
+from sparring.learning.experiments.textarena_tictactoe import OPPONENT, game_key, match_config, score_games
 from sparring.learning.registry import experiment
 from sparring.learning.report import plot_training, training_panels
 from sparring.learning.results import Experiment, Stage, paired, rate
@@ -47,7 +46,6 @@ def pool_config(ctx: Context, size: dict[str, Any], start: str) -> dict[str, Any
     experiment_cfg = dict(data["experiment"])
     experiment_cfg["agents"] = {**experiment_cfg["agents"], **{
         "blocker": {"role": "player", "model": BLOCKER}, "perfect": {"role": "player", "model": PERFECT}}}
-    experiment_cfg["agents"]["opponent"] = {"role": "player", "model": OPPONENT}
     experiment_cfg["tournament"] = {"type": "custom", "matchups": [["learner", "opponent"], ["learner", "blocker"],
                                                                    ["learner", "perfect"]]}
     return {**data, "experiment": experiment_cfg, "opponents": {"mode": "pool"}}
@@ -55,19 +53,9 @@ def pool_config(ctx: Context, size: dict[str, Any], start: str) -> dict[str, Any
 
 def _match(model: str, size: dict[str, Any], opponent: str) -> dict[str, Any]:
     """`textarena-tictactoe`'s held-out match (so a stored run of it is reused) against `opponent`."""
-    cfg = ttt_match(model, size, 0.7, "test", size["heldout"])
+    cfg = match_config(model, size, 0.7, "test", size["heldout"])
     cfg["agents"] = {**cfg["agents"], "opponent": {"role": "player", "model": opponent}}
     return cfg
-
-
-def _results(records: list[Any]) -> dict[str, tuple[bool, bool]]:
-    """Per game (`seed/flip|plain`, as `score_games` keys it): (the policy won, a draw)."""
-    out = {}
-    for r in records:
-        seat = next((p for p, s in r.seats.items() if s.agent == "policy"), None)
-        draw = bool((r.outcome.metrics if r.outcome else {}).get("draw"))
-        out[f"{r.instance_id}/{'flip' if r.flip else 'plain'}"] = (bool(r.outcome and r.outcome.winner == seat), draw)
-    return out
 
 
 def measure(ctx: Context, model: str, stage: str, size: dict[str, Any]) -> Measured:
@@ -80,12 +68,12 @@ def measure(ctx: Context, model: str, stage: str, size: dict[str, Any]) -> Measu
     instances: set[str] = set()
     for opponent, (short, name) in names.items():
         played = ctx.play(_match(model, size, opponent), name)
-        m, _ = score_games(played.records)
-        results = _results(played.records)
+        m, wins = score_games(played.records)
+        draws = {game_key(r): float(bool((r.outcome.metrics if r.outcome else {}).get("draw"))) for r in played.records}
         metrics.update({f"vs_{short}_{k}": v for k, v in m.items() if k != "moves_per_game"})
-        metrics[f"vs_{short}_loss_rate"] = rate([not (w or d) for w, d in results.values()])
-        per[f"win vs {short}"] = {k: float(w) for k, (w, _) in results.items()}
-        per[f"not lost vs {short}"] = {k: float(w or d) for k, (w, d) in results.items()}
+        metrics[f"vs_{short}_loss_rate"] = rate([not (wins[k] or draws[k]) for k in wins])
+        per[f"win vs {short}"] = wins
+        per[f"not lost vs {short}"] = {k: max(wins[k], draws[k]) for k in wins}
         walls.update({f"{k}_{short}": v for k, v in played.walls("heldout").items()})
         instances |= {r.instance_id for r in played.records}
     return Measured(metrics, per, walls, sorted(instances))
@@ -101,15 +89,7 @@ def run(ctx: Context) -> Experiment:
         raise SparringError("textarena-tictactoe-pool needs TextArena: pip install 'sparring[textarena]'") from None
     size = SIZES[ctx.size]
     begin = time.perf_counter()
-    alias = f"{ctx.label}@{rl.WARM_STAGE}"
-    warm_s, warm_info = 0.0, {"reused": True}
-    training: set[str] = set()
-    if alias not in ctx.adapters:
-        t = time.perf_counter()
-        warm, warm_info, demos = warm_start(ctx, size)
-        warm_s = time.perf_counter() - t
-        training = {r.instance_id for r in demos.records}
-        alias = ctx.register(rl.WARM_STAGE, warm)
+    alias, warm_s, warm_info, training = rl.conversation_start(ctx, size)
     start = ctx.adapters[alias]
     start_m = measure(ctx, alias, "start", size)
     exp = Experiment(name="textarena-tictactoe-pool",

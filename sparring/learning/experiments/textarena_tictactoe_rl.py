@@ -42,6 +42,17 @@ TRAINING_PANELS = training_panels("win 1 / loss -1, -0.1 a refused move",
                                   {"reward/Player 0": "reward, first to move", "reward/Player 1": "reward, second to move"})
 
 
+def conversation_start(ctx: Context, size: dict[str, Any]) -> tuple[str, float, dict[str, Any], set[str]]:
+    """The conversation-view warm start: (its alias, seconds trained now, info, its training seeds).
+    An earlier invocation into the same output registered it: then it is reused, not retrained."""
+    alias = f"{ctx.label}@{WARM_STAGE}"
+    if alias in ctx.adapters:
+        return alias, 0.0, {"reused": True}, set()
+    t = time.perf_counter()
+    warm, info, demos = warm_start(ctx, size)
+    return ctx.register(WARM_STAGE, warm), time.perf_counter() - t, info, {r.instance_id for r in demos.records}
+
+
 def arm_config(ctx: Context, size: dict[str, Any], start: str) -> dict[str, Any]:
     experiment = {"game": "textarena", "game_args": {"env_id": ENV}, "view": size["view"],
                   "dataset": {"name": "seeds", "split": "train", "args": {"n": size["train"]}},
@@ -75,15 +86,7 @@ def run(ctx: Context) -> Experiment:
         raise SparringError("textarena-tictactoe-rl needs TextArena: pip install 'sparring[textarena]'") from None
     size = SIZES[ctx.size]
     begin = time.perf_counter()
-    alias = f"{ctx.label}@{WARM_STAGE}"
-    warm_s, warm_info = 0.0, {"reused": True}
-    training: set[str] = set()
-    if alias not in ctx.adapters:
-        t = time.perf_counter()
-        warm, warm_info, demos = warm_start(ctx, size)
-        warm_s = time.perf_counter() - t
-        training = {r.instance_id for r in demos.records}
-        alias = ctx.register(WARM_STAGE, warm)
+    alias, warm_s, warm_info, training = conversation_start(ctx, size)
     start = ctx.adapters[alias]
     start_m = _measured(*evaluate(ctx, alias, "tictactoe-rl-start", size))
     exp = Experiment(name="textarena-tictactoe-rl", description="TextArena TicTacToe against a random legal player: "
