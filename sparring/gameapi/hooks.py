@@ -136,7 +136,10 @@ class GameHooks:
     browser). `human_data`: human-data sources for SFT export. `tools`: the moves as typed tools
     (a role without any gets one free-text tool). `behaviour`: one player's behaviour numbers in one
     episode from `Outcome.metrics` (debate: valid quotes per speech), for the training loop's greedy
-    check, where a trained policy's habits are read before its held-out games.
+    check, where a trained policy's habits are read before its held-out games. `tool_args`: the
+    `game_args` under which every prompt of the game asks for its moves as calls of `tools` (its
+    prompt set's tool wording, no text-format rules), which engines that act by tool calls (TRL's
+    `environment_factory`) play with; empty: the game has no tool wording.
     """
 
     quality: Callable[[Metrics], float | None] | None = None
@@ -145,6 +148,7 @@ class GameHooks:
     human_data: tuple[HumanReplay, ...] = ()
     tools: tuple[MoveTool, ...] = ()
     behaviour: Callable[[Metrics, str], dict[str, float | None]] | None = None
+    tool_args: Mapping[str, Any] = field(default_factory=dict)
 
 
 def check_hooks(hooks: Any, where: str) -> list[str]:
@@ -167,6 +171,8 @@ def check_hooks(hooks: Any, where: str) -> list[str]:
     for h in hooks.human_data:
         if not isinstance(h, HumanReplay):
             errors.append(f"{where}.hooks.human_data: {h!r} is not a HumanReplay")
+    if not isinstance(hooks.tool_args, Mapping) or (hooks.tool_args and not hooks.tools):
+        errors.append(f"{where}.hooks.tool_args must be a mapping of game_args, given only with tools")
     return errors + _check_tools(hooks.tools, where)
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import inspect
 import os
-from importlib.resources import files
 
 import pytest
 import torch
 
 from sparring.integrations.trl.environment import environment_class
 from sparring.integrations.trl.relay import news
+from sparring.integrations.trl.tokenizer import with_tool_template
 from sparring.models.scripted import ScriptedModel
 from sparring.types import Message
 
@@ -57,9 +57,9 @@ def test_an_episode_through_tools_is_the_engines(Env):
         first = env.reset(**row)
         if "The other player speaks first" in first:
             break
-    assert "Your goal" in first and PARTNER_SAYS in first  # the rules and the partner's opening
+    assert "Your goal" in first and "The other player says: Partner here" in first  # the rules, the partner's opening
     after = env.say(message="I want the hats")
-    assert "[propose] (" in after or "proposes" in after  # the partner's proposal, as the game shows it
+    assert "hidden proposal" in after and "a call to propose(" in after  # the partner's proposal, as the game shows it
     assert "counts out of range" in env.propose(books=9, hats=9, balls=9)  # the game's correction, nothing played
     env.propose(books=0, hats=0, balls=0)
     reward = env.get_reward()
@@ -92,7 +92,7 @@ def test_grpo_trainer_trains_two_steps_with_the_environment(Env, tmp_path, monke
     from sparring.models.tiny import tiny_model
 
     model, tok = tiny_model(vocab=1024)
-    tok.chat_template = (files("trl") / "chat_templates" / "qwen2_5.jinja").read_text()  # a tool-calling template
+    with_tool_template(tok)  # the bundled model's ChatML, with tool calls
     tok.padding_side = "left"
     say = '<tool_call>\n{"name": "say", "arguments": {"message": "I want the hats"}}\n</tool_call>'
     plans = [[say, '<tool_call>\n{"name": "propose", "arguments": {"books": 0, "hats": 1, "balls": 0}}\n</tool_call>'],

@@ -19,7 +19,9 @@ class DondConfig(Strict):
     lam: float | None = Field(None, ge=-1.0, le=1.0, description="weight on the other's points (objective: lambda)")
     max_turns: int = Field(50, ge=2, description="accepted turns before the game ends without a deal")
     max_errors: int = Field(5, ge=1, description="invalid outputs in a row that abort the episode")
-    action_format: Literal["text", "json"] = "text"
+    # tools: every prompt asks for the moves as tool calls, say(message) and propose(books, hats, balls)
+    # (what TRL's environment_factory gives a learner); a call is played as its text form
+    action_format: Literal["text", "json", "tools"] = "text"
     # Small models often forget the `[message]` tag. When true, an untagged text reply is taken as
     # a message (a proposal still needs `[propose]`, and a tagged reply that does not parse is
     # invalid, never a message); off by default, as in lm-selfplay.
@@ -51,6 +53,9 @@ class DondConfig(Strict):
                              f"(lam={NAMED_LAMBDAS[self.objective]}); use objective: lambda")
         if isinstance(self.variant, int) and self.variant < 0:
             raise ValueError("variant must be >= 0 or 'random'")
+        if self.action_format == "tools" and self.prefill_proposals:
+            raise ValueError("prefill_proposals writes the start of a text proposal; with action_format 'tools' "
+                             "a proposal is a call to propose")
         return self
 
     @property

@@ -44,6 +44,7 @@ from sparring.games.negotiation.protocol import (
     check_range,
     example_proposal,
     format_action,
+    format_call,
     format_proposal,
     has_tag,
     parse_action,
@@ -105,6 +106,9 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
         if fmt == "json":
             return ('{"type": "message", "text": "..."}',
                     '{"type": "propose", "books": x, "hats": y, "balls": z}', example)
+        if fmt == "tools":
+            return ("a call to say(message)", "a call to propose(books, hats, balls) with the counts you keep",
+                    format_call(example_proposal(counts)))
         return "[message] followed by your message", "[propose] (x books, y hats, z balls)", example
 
     def _static_texts(self, state: DondState, player: str) -> dict[str, Any]:
@@ -128,7 +132,8 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
                                    proposal_form=proposal_form, example=example,
                                    example_text=format_proposal(example_proposal(counts)), max_turns=cfg.max_turns,
                                    first=player == state.first, reveal=cfg.reveal_proposals,
-                                   remind_pool=cfg.remind_pool, pool_counts=format_proposal(counts))
+                                   remind_pool=cfg.remind_pool, pool_counts=format_proposal(counts),
+                                   pool_call=format_call(counts))
         var["pool_text"] = ps.render("pool", v, **var)
         var["values_text"] = ps.render("values", v, **var)
         system = ps.render("system", v, format_rules=ps.render(f"format_{cfg.action_format}", v, **var),
@@ -296,7 +301,7 @@ class DealOrNoDealGame(Game[DondInstance, DondState]):
                 rest = remainder(state.instance.counts, counts)
                 notice = self._render(state, other, "proposal_notice", revealed=self.config.reveal_proposals,
                                       theirs=format_proposal(counts), rest=format_proposal(rest),
-                                      theirs_text=spoken_proposal(counts))
+                                      rest_call=format_call(rest), theirs_text=spoken_proposal(counts))
                 views[other] = new(Message, role="user", content=notice)
                 self._event(state, player, "proposal_notice", notice, [other])
             else:

@@ -148,4 +148,5 @@ HOOKS = GameHooks(
                    parse_move=parse_move, private_view=private_values),
     human_data=(HumanReplay("dond", "negotiator", replay_dond, "Deal or No Deal data.txt (lm-selfplay)"),),
     tools=TOOLS,
+    tool_args={"action_format": "tools", "prefill_proposals": False},
 )

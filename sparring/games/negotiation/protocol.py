@@ -18,7 +18,8 @@ from typing import Literal
 
 from sparring.games.negotiation.instance import ITEMS, PLURALS, Triple
 
-ActionFormat = Literal["text", "json"]
+# tools: the moves are tool calls (`hooks.TOOLS`), each played as its text form, so it parses as text
+ActionFormat = Literal["text", "json", "tools"]
 ErrorCode = Literal["format", "empty_message", "item_order", "numbers", "range",
                     "message_after_proposal", "early_proposal"]
 
@@ -262,6 +263,11 @@ def format_action(action: ParsedAction, fmt: ActionFormat = "text") -> str:
     if action.kind == "message":
         return f"[message] {action.text}"
     return f"[propose] {format_proposal(action.counts or (0, 0, 0))}"
+
+
+def format_call(counts: Triple) -> str:
+    """A proposal as the `propose` tool call that makes it: `propose(books=1, hats=0, balls=2)`."""
+    return "propose(" + ", ".join(f"{p}={n}" for n, p in zip(counts, PLURALS, strict=False)) + ")"
 
 
 def spoken_proposal(counts: Triple) -> str:

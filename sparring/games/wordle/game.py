@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from sparring.errors import ConfigError
 from sparring.gameapi.game import (
@@ -55,6 +55,16 @@ class WordleConfig(Strict):
     # Small models rarely follow the format: with `prefill`, a guess starts with "GUESS: " and a
     # verdict with "VERDICT: " already (no explanation); the model writes only the rest.
     prefill: bool = False
+    # tools: the guesser's prompts ask for each guess as a call of the tool guess(word) (what TRL's
+    # environment_factory gives a learner); a call is played as its text form "GUESS: word"
+    action_format: Literal["text", "tools"] = "text"
+
+    @model_validator(mode="after")
+    def _check_format(self) -> WordleConfig:
+        if self.prefill and self.action_format == "tools":
+            raise ValueError("prefill starts a text reply with 'GUESS: '; with action_format 'tools' a guess is a "
+                             "call to guess")
+        return self
 
 
 @register_game("wordle")
@@ -104,7 +114,7 @@ class WordleGame(Game[WordleInstance, WordleState]):
     def _render(self, state: WordleState, player: str, tag: str, **extra: Any) -> str:
         n = len(state.guesses) + 1
         return state.prompts[player].render(tag, 0, max_guesses=self.config.max_guesses, critic=self.with_critic,
-                                            prefill=self.config.prefill, n=n,
+                                            prefill=self.config.prefill, tools=self.config.action_format == "tools", n=n,
                                             guesses_left=self.config.max_guesses - n + 1, **extra)
 
     def _turn_prompt(self, state: WordleState) -> str:

@@ -12,4 +12,4 @@ HOOKS = GameHooks(metrics=(
     Metric("success", "higher", "wilson", "the word was found"),
     Metric("n_guesses", "lower", "bootstrap", "guesses per game"),
     Metric("quality_score", "higher", "bootstrap", "100 / n for a success at attempt n, else 0"),
-), tools=TOOLS)
+), tools=TOOLS, tool_args={"action_format": "tools", "prefill": False})

@@ -195,15 +195,34 @@ def tool_method(tool: MoveTool) -> Any:
     return method
 
 
+def with_tool_wording(data: Mapping[str, Any]) -> dict[str, Any]:
+    """`data` with its game's `hooks.tool_args` over its `game_args` (a game the registry does not
+    know is left to the resolver, which names it)."""
+    from sparring.gameapi import GAMES
+
+    out = dict(data)
+    name = out.get("game")
+    if isinstance(name, str) and name in GAMES:
+        args = GAMES.get(name).hooks.tool_args
+        if args:
+            out["game_args"] = {**dict(out.get("game_args") or {}), **args}
+    return out
+
+
 def environment_class(experiment: str | Path | Mapping[str, Any], learner: str, *, split: str | None = None,
                       limit: int | None = None, models: Mapping[str, Model] | None = None,
-                      format_penalty: float = 0.0, wait_s: float = DEFAULT_WAIT_S) -> type[GameEnvironment]:
+                      format_penalty: float = 0.0, wait_s: float = DEFAULT_WAIT_S,
+                      tool_wording: bool = True) -> type[GameEnvironment]:
     """A TRL environment class for `experiment` (a shipped name, a YAML file or a dict) in which
     agent `learner` is trained through tool calls, on the instances of `split` (default the
     experiment's dataset split; train for training) and at most `limit` of them; `models`:
-    ready-made models for the other agents' model names (e.g. a scripted partner)."""
+    ready-made models for the other agents' model names (e.g. a scripted partner). With
+    `tool_wording` the game plays under its `hooks.tool_args`: its prompts ask for tool calls
+    instead of a text format (Deal or No Deal, Wordle); a game without them keeps its text wording."""
     data, path = experiment_data(experiment)
     data = with_split(hold_seats(data, [learner], where=str(path)), split, limit)
+    if tool_wording:
+        data = with_tool_wording(data)
     game = _Game(data, path, learner, models or {}, format_penalty, wait_s)
     name = f"{camel(game.game.name)}Environment"
 
