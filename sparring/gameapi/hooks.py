@@ -113,13 +113,16 @@ class MoveTool:
     the text the game reads (a Deal or No Deal `propose(books, hats, balls)` is `[propose] (...)`).
     The game still validates it: an invalid move is corrected as any reply is. `text` may raise
     ValueError with a message for arguments it cannot turn into a move (the model is told, nothing
-    is played). `roles`: the roles that have this tool (empty: every role)."""
+    is played). `roles`: the roles that have this tool (empty: every role). `parse`: the inverse of
+    `text`, the arguments of the call that plays a written reply (None: the reply is not this tool's
+    move), which turns recorded games into tool-call demonstrations for a warm start."""
 
     name: str
     description: str
     args: tuple[ToolArg, ...]
     text: Callable[[Mapping[str, Any], PanelContext], str]
     roles: frozenset[str] = frozenset()
+    parse: Callable[[str, PanelContext], Mapping[str, Any] | None] | None = None
 
 
 TOOL_TYPES = (str, int, float, bool)

@@ -11,6 +11,7 @@ import pytest
 
 from sparring.errors import ConfigError, SparringError
 from sparring.gameapi import GAMES
+from sparring.gameapi.hooks import PanelContext
 from sparring.integrations.trl.environment import environment_class, with_tool_wording
 from sparring.integrations.trl.tokenizer import chatml_tool_template, with_tool_template
 from sparring.models.scripted import ScriptedModel
@@ -150,3 +151,68 @@ def test_the_docs_trl_example_imports_what_exists():
     for node in imports:
         module = importlib.import_module(node.module or "")
         assert all(hasattr(module, alias.name) for alias in node.names), node.module
+
+
+def solver() -> ScriptedModel:
+    return ScriptedModel("wordle-solver", mode="callable", function="sparring.games.wordle.scripted:solver")
+
+
+def test_written_moves_read_back_as_the_calls_that_play_them():
+    """`MoveTool.parse` inverts `text`: the call it reads from a move's text writes that text again."""
+    from sparring.games.negotiation.config import DondConfig
+    from sparring.games.wordle.game import WordleConfig
+
+    for cls, config, calls in [
+        (GAMES.get("dond"), DondConfig(), [("say", {"message": "I want the hats"}),
+                                           ("propose", {"books": 1, "hats": 0, "balls": 2})]),
+        (GAMES.get("wordle"), WordleConfig(), [("guess", {"word": "crane"})])]:
+        ctx = PanelContext(instance=None, player="Player 1", flip=False, game_config=config)
+        tools = {t.name: t for t in cls.hooks.tools}
+        for name, args in calls:
+            text = tools[name].text(args, ctx)
+            assert tools[name].parse(text, ctx) == args
+            assert all(t.parse(text, ctx) is None for n, t in tools.items() if n != name)
+    dond = {t.name: t for t in GAMES.get("dond").hooks.tools}
+    ctx = PanelContext(instance=None, player="Player 1", flip=False, game_config=DondConfig())
+    assert dond["say"].parse("no tag at all", ctx) is None and dond["propose"].parse("[propose] (x)", ctx) is None
+
+
+def test_a_demonstrators_games_become_tool_call_conversations():
+    """The Wordle solver plays the learner's seat; each game is the conversation TRL would see:
+    the first view, the calls, the environment's own answers, the reward."""
+    import json
+
+    from sparring.integrations.trl.demos import tool_demonstrations
+
+    Env = environment_class(WORDLE, learner="learner")
+    rows = tool_demonstrations(Env, solver())
+    assert len(rows) == 2 and all(r["reward"] > 0 for r in rows)  # the solver finds the words
+    env = Env()
+    for row in rows:
+        messages = row["messages"]
+        assert messages[0] == {"role": "user", "content": env.reset(instance_id=row["instance_id"], seat=row["seat"])}
+        calls = messages[1::2]
+        assert all(m["tool_calls"][0]["function"]["name"] == "guess" for m in calls)
+        answers = [env.guess(**json.loads(m["tool_calls"][0]["function"]["arguments"])) for m in calls]
+        assert [m["content"] for m in messages[2::2]] == answers  # replayed: the same tool results
+        assert answers[-1] == "The game is over." and env.get_reward() == row["reward"]
+    assert [t["function"]["name"] for t in json.loads(rows[0]["tools"])] == ["guess"]
+
+
+def test_demonstrations_render_with_the_tool_template_and_train_only_the_calls():
+    import json
+
+    import datasets
+
+    from sparring.integrations.trl.demos import tool_demonstrations
+
+    rows = tool_demonstrations(environment_class(WORDLE, learner="learner"), solver())
+    data = datasets.Dataset.from_list([{"messages": r["messages"], "tools": r["tools"]} for r in rows])
+    tok = with_tool_template(tiny_tokenizer())
+    text = tok.apply_chat_template(data[0]["messages"], tools=json.loads(data[0]["tools"]), tokenize=False)
+    assert text.count("<tool_call>") == len(rows[0]["messages"][1::2]) + 2  # each call, and twice in the format lines
+    assert '{"name": "guess", "arguments": {"word": "' in text and "None" not in text
+    out = tok.apply_chat_template(data[0]["messages"], tools=json.loads(data[0]["tools"]), tokenize=True,
+                                  return_dict=True, return_assistant_tokens_mask=True)
+    trained = tok.decode([t for t, m in zip(out["input_ids"], out["assistant_masks"], strict=True) if m])
+    assert "<tool_call>" in trained and "Feedback for" not in trained and "Wordle" not in trained

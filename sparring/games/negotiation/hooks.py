@@ -132,13 +132,34 @@ def _propose(args: Any, ctx: PanelContext) -> str:
     return _move(ParsedAction("proposal", counts=(int(args["books"]), int(args["hats"]), int(args["balls"]))), ctx)
 
 
+def _parsed(reply: str, ctx: PanelContext, kind: str) -> Any:
+    """The reply's action when it parses as a `kind` move, else None."""
+    from sparring.games.negotiation.protocol import ActionError, parse_action
+
+    try:
+        action = parse_action(reply, "json" if getattr(ctx.game_config, "action_format", "text") == "json" else "text")
+    except ActionError:
+        return None
+    return action if action.kind == kind else None
+
+
+def _say_args(reply: str, ctx: PanelContext) -> dict[str, Any] | None:
+    action = _parsed(reply, ctx, "message")
+    return None if action is None else {"message": action.text}
+
+
+def _propose_args(reply: str, ctx: PanelContext) -> dict[str, Any] | None:
+    action = _parsed(reply, ctx, "proposal")
+    return None if action is None else dict(zip(("books", "hats", "balls"), action.counts, strict=True))
+
+
 TOOLS = (
     MoveTool("say", "Send the other player a message (to negotiate before anyone proposes).",
-             (ToolArg("message", str, "what you say to the other player"),), _say),
+             (ToolArg("message", str, "what you say to the other player"),), _say, parse=_say_args),
     MoveTool("propose", "Propose the final division: how many of each item YOU keep; the other player gets the "
                         "rest. The deal is made when both proposals are compatible.",
              (ToolArg("books", int, "books you keep"), ToolArg("hats", int, "hats you keep"),
-              ToolArg("balls", int, "balls you keep")), _propose),
+              ToolArg("balls", int, "balls you keep")), _propose, parse=_propose_args),
 )
 
 HOOKS = GameHooks(

@@ -3,10 +3,23 @@ move as a tool (guess)."""
 
 from __future__ import annotations
 
-from sparring.gameapi.hooks import GameHooks, Metric, MoveTool, ToolArg
+from typing import Any
+
+from sparring.gameapi.hooks import GameHooks, Metric, MoveTool, PanelContext, ToolArg
+
+
+def _guess_args(reply: str, ctx: PanelContext) -> dict[str, Any] | None:
+    """The word of a written guess, as the game reads it (`protocol.parse_guess`)."""
+    from sparring.games.wordle.protocol import ParseError, parse_guess
+
+    try:
+        return {"word": parse_guess(reply).word}
+    except ParseError:
+        return None
+
 
 TOOLS = (MoveTool("guess", "Guess the five-letter word.", (ToolArg("word", str, "a five-letter English word"),),
-                  lambda a, ctx: f"GUESS: {str(a['word']).strip()}", roles=frozenset({"guesser"})),)
+                  lambda a, ctx: f"GUESS: {str(a['word']).strip()}", roles=frozenset({"guesser"}), parse=_guess_args),)
 
 HOOKS = GameHooks(metrics=(
     Metric("success", "higher", "wilson", "the word was found"),
