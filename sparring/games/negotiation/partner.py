@@ -20,6 +20,8 @@ labels (`DondGame.request_labels`), never from the prompt's wording.
 
 from __future__ import annotations
 
+import re
+
 from sparring.errors import BackendError
 from sparring.games.negotiation.instance import ITEMS, PLURALS, Triple, remainder
 from sparring.games.negotiation.objectives import points
@@ -58,3 +60,38 @@ def fair_partner(request: GenerateRequest) -> str:
     values, pool = _triple(labels.get(VALUES_LABEL), "values"), _triple(labels.get(POOL_LABEL), "pool")
     offer = labels.get(OFFER_LABEL)
     return reply(values, pool, None if offer is None else _triple(offer, "offer"))
+
+
+FAVOURITE = re.compile(r"I care most about the (book|hat|ball)s?\b")
+
+
+def favourite(request: GenerateRequest) -> int | None:
+    """The item `fair_partner` said it cares most about, read from its message in the request (None
+    before it spoke)."""
+    for message in reversed(request.messages):
+        found = FAVOURITE.search(message.content or "")
+        if found:
+            return ITEMS.index(found.group(1))
+    return None
+
+
+def claim(values: Triple, pool: Triple, partner_item: int) -> Triple:
+    """The demonstrator's proposal: every item worth something to it, except all of the partner's
+    favourite."""
+    return (0 if partner_item == 0 or values[0] == 0 else pool[0],
+            0 if partner_item == 1 or values[1] == 0 else pool[1],
+            0 if partner_item == 2 or values[2] == 0 else pool[2])
+
+
+def demonstrator(request: GenerateRequest) -> str:
+    """`function: sparring.games.negotiation.partner:demonstrator`: a player for the other seat of
+    `fair_partner`, whose games are demonstrations for a warm start (tool calls for TRL,
+    `sparring.integrations.trl.demos`). It asks what the partner wants, then proposes to keep every
+    item it values except all of the partner's favourite; the partner's rule decides whether that is
+    a deal, so the demonstrations that score are the ones to learn from."""
+    labels = request.context
+    values, pool = _triple(labels.get(VALUES_LABEL), "values"), _triple(labels.get(POOL_LABEL), "pool")
+    item = favourite(request)
+    if item is None:
+        return "[message] I would like a deal that works for both of us. Which item matters most to you?"
+    return f"[propose] {format_proposal(claim(values, pool, item))}"
