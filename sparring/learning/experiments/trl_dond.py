@@ -132,9 +132,11 @@ def grpo(ctx: Context, source: str, env_class: Any, size: dict[str, Any], out: P
             "curves": {k: [h.get(k) for h in logs] for k in keys}}
 
 
-def measure(ctx: Context, source: str, env_class: Any, size: dict[str, Any]) -> tuple[dict[str, Estimate], dict[str, float], dict[str, Any]]:
+def measure(ctx: Context, name: str, source: str, env_class: Any,
+            size: dict[str, Any]) -> tuple[dict[str, Estimate], dict[str, float], dict[str, Any]]:
     """The policy at `source` against the partner on every held-out scenario and seat: its metrics,
     own points per (scenario, seat), and what it wrote."""
+    from rich.progress import Progress
     from transformers import AutoModelForCausalLM
 
     from sparring.integrations.trl.play import play_with_tools
@@ -142,8 +144,12 @@ def measure(ctx: Context, source: str, env_class: Any, size: dict[str, Any]) -> 
     model = AutoModelForCausalLM.from_pretrained(source)
     model.eval()
     begin = time.perf_counter()
-    games = play_with_tools(env_class, model, _tokenizer(source), env_class.dataset(), max_moves=size["max_turns"],
-                            max_new_tokens=size["tokens"], temperature=TEMPERATURE, seed=0)
+    rows = env_class.dataset()
+    with Progress(console=ctx.console, transient=True) as bar:
+        task = bar.add_task(f"{name}: held-out games", total=len(rows))
+        games = play_with_tools(env_class, model, _tokenizer(source), rows, max_moves=size["max_turns"],
+                                max_new_tokens=size["tokens"], temperature=TEMPERATURE, seed=0,
+                                progress=lambda n: bar.advance(task, n))
     outcome = [g.record.outcome.metrics if g.record is not None and g.record.outcome is not None else {}
                for g in games]
     own = [float(g.reward) for g in games]
@@ -188,13 +194,13 @@ def run(ctx: Context) -> Experiment:
     random.Random(0).shuffle(kept)
     kept = kept[:size["sft_rows"]]
     demo_s = time.perf_counter() - t
-    base_m, base_per, base_info = measure(ctx, base, heldout_env, size)
+    base_m, base_per, base_info = measure(ctx, "base", base, heldout_env, size)
     exp.stages.append(Stage("base", 0, base_m, {"play_heldout": base_info["play_s"]},
                             info={"ends": base_info["ends"]}))
     ctx.progress(exp)
 
     sft = warm_start(ctx, base, kept, size, out / "sft")
-    start_m, start_per, start_info = measure(ctx, str(out / "sft" / "model"), heldout_env, size)
+    start_m, start_per, start_info = measure(ctx, "warm start", str(out / "sft" / "model"), heldout_env, size)
     exp.stages.append(Stage("warm-start", 0, start_m, {"demonstrations": demo_s, "train": sft["train_s"],
                                                         "play_heldout": start_info["play_s"]},
                             info={**sft, "demonstrations": len(demos), "deals": sum(r["reward"] > 0 for r in demos), "kept": len(kept),
@@ -204,7 +210,7 @@ def run(ctx: Context) -> Experiment:
     ctx.progress(exp)
 
     trained = grpo(ctx, str(out / "sft" / "model"), train_env, size, out / "grpo")
-    after_m, after_per, after_info = measure(ctx, str(out / "grpo" / "model"), heldout_env, size)
+    after_m, after_per, after_info = measure(ctx, "grpo", str(out / "grpo" / "model"), heldout_env, size)
     exp.stages.append(Stage("grpo", size["steps"], after_m, {"train": trained["train_s"], "play_heldout": after_info["play_s"]},
                             info={**trained, "ends": after_info["ends"], "example": after_info["example"]}))
     exp.paired["grpo - warm-start"] = paired(start_per, after_per)
