@@ -137,20 +137,24 @@ def test_a_template_sparring_cannot_give_tools_is_one_clear_error():
 
 
 def test_the_docs_trl_example_imports_what_exists():
-    """docs/scale-out.md's TRL example: every name it imports exists, and it compiles."""
+    """docs/scale-out.md's TRL examples (the GRPO run, the warm start): every name they import
+    exists, and they compile."""
     import ast
     import importlib
     import re
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "scale-out.md").read_text(encoding="utf-8")
-    block = re.search(r"## TRL: one learner.*?```python\n(.*?)```", page, re.S)
-    assert block is not None and "tool_tokenizer(" in block.group(1)
-    tree = ast.parse(block.group(1).replace("...", "max_steps=1"))
-    imports = [n for n in tree.body if isinstance(n, ast.ImportFrom)]
-    assert imports
-    for node in imports:
-        module = importlib.import_module(node.module or "")
-        assert all(hasattr(module, alias.name) for alias in node.names), node.module
+    section = re.search(r"## TRL: one learner(.*?)## What was run here", page, re.S)
+    assert section is not None
+    blocks = re.findall(r"```python\n(.*?)```", section.group(1), re.S)
+    assert len(blocks) == 2 and "tool_tokenizer(" in blocks[0] and "tool_demonstrations(" in blocks[1]
+    for block in blocks:
+        tree = ast.parse(block.replace("...", "max_steps=1"))
+        imports = [n for n in tree.body if isinstance(n, ast.ImportFrom)]
+        assert imports
+        for node in imports:
+            module = importlib.import_module(node.module or "")
+            assert all(hasattr(module, alias.name) for alias in node.names), node.module
 
 
 def solver() -> ScriptedModel:

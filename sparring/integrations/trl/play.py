@@ -3,8 +3,8 @@ rolls out, but many games at once: for measuring a policy on held-out games befo
 training through `environment_factory`.
 
 What the model sees is what TRL shows it: the row's first view (`reset`) as the user turn, the
-tools' schemas in the chat template, each reply parsed by TRL's own `parse_response` (the
-tokenizer's response parser), every call run on the environment and its result appended as a tool
+tools' schemas in the chat template, each reply parsed by the tokenizer's response parser as TRL
+parses it (transformers' `parse_response`), every call run on the environment and its result appended as a tool
 message. A reply without a tool call ends the game as it ends a TRL rollout (`get_reward` scores it
 as it stands). Unlike TRL, each turn of every live game is generated in one left-padded batch.
 """
@@ -115,7 +115,6 @@ def _generate(model: Any, tokenizer: Any, conversations: list[list[dict[str, Any
               max_new_tokens: int, temperature: float) -> list[dict[str, Any]]:
     """One reply per conversation, parsed as TRL parses a rollout's completion."""
     import torch
-    from trl.chat_template_utils import parse_response
 
     prompts = [tokenizer.apply_chat_template(c, tools=schemas, add_generation_prompt=True, tokenize=True,
                                              return_dict=True)["input_ids"] for c in conversations]
@@ -131,8 +130,22 @@ def _generate(model: Any, tokenizer: Any, conversations: list[list[dict[str, Any
     tools: list[Any] = list(schemas)
     for prompt, row in zip(prompts, out[:, width:].tolist(), strict=True):
         completion = _until_end(row, tokenizer, pad)
-        replies.append(parse_response(tokenizer, completion, prefix=list(prompt), tools=tools))
+        replies.append(_parse(tokenizer, completion, list(prompt), tools))
     return replies
+
+
+def _parse(tokenizer: Any, ids: list[int], prefix: list[int], tools: list[Any]) -> dict[str, Any]:
+    """The completion as TRL's rollout reads it: transformers' `parse_response` with the prompt as
+    its prefix and the tools typing the arguments; a completion that does not parse is text (no call)."""
+    try:
+        parsed = tokenizer.parse_response(ids, prefix=prefix, tools=tools)
+    except (ValueError, TypeError, KeyError):
+        parsed = None
+    if not isinstance(parsed, dict):
+        return {"role": "assistant", "content": tokenizer.decode(ids, skip_special_tokens=True)}
+    content = parsed.get("content")
+    parsed["content"] = content.removesuffix(tokenizer.eos_token) if isinstance(content, str) else ""
+    return parsed
 
 
 def _until_end(row: list[int], tokenizer: Any, pad: int) -> list[int]:

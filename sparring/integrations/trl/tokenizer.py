@@ -66,7 +66,7 @@ def with_tool_template(tokenizer: Any, name: str = "the model") -> Any:
     """`tokenizer` made ready for tool calls in place (and returned): its own template kept when it
     renders tool calls, a ChatML one without them replaced by sparring's; the response parser set
     when the tokenizer has none."""
-    from trl.chat_template_utils import supports_tool_calling
+    from trl import supports_tool_calling
 
     ours = chatml_tool_template()
     if not supports_tool_calling(tokenizer):
