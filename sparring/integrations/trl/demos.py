@@ -77,9 +77,7 @@ def _play(env: GameEnvironment, row: dict[str, Any], demonstrator: Model,
         if request is None:
             break
         reply = demonstrator.generate([request])[0][0].text or ""
-        ctx = PanelContext(instance=game.arena().instances[env._job.instance_id], player=env._player,
-                           flip=env._job.flip, game_config=game.game.config)
-        found = _call(game.tools, reply, ctx)
+        found = _call(game.tools, reply, env._context())
         if found is None:
             env.get_reward()  # ends the episode
             return None

@@ -156,17 +156,21 @@ class GameEnvironment:
         ep = self._episode
         return None if ep is None else ep.finish(reason)
 
+    def _context(self) -> PanelContext:
+        """What a tool's `text` and `parse` read of the running episode: its instance, the learner's
+        player, the seating and the game's config (private: TRL makes every public method a tool)."""
+        g = self._game
+        return PanelContext(instance=g.arena().instances[self._job.instance_id], player=self._player,
+                            flip=self._job.flip, game_config=g.game.config)
+
     def _move(self, tool: MoveTool, args: dict[str, Any]) -> str:
         ep = self._episode
         if ep is None:
             return "No game is running."
         if ep.pending is None:
             return OVER
-        g = self._game
-        ctx = PanelContext(instance=g.arena().instances[self._job.instance_id], player=self._player,
-                           flip=self._job.flip, game_config=g.game.config)
         try:
-            text = tool.text(args, ctx)
+            text = tool.text(args, self._context())
         except (ValueError, TypeError) as e:
             return f"Invalid move, nothing was played: {e}"
         before = list(ep.pending.messages)
