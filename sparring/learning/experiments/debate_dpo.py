@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparring.gameapi.splits import check_disjoint
 from sparring.learning.context import Context, Played
 from sparring.learning.debate_eval import (
     FORMATS,
@@ -230,7 +231,8 @@ def run_arm(ctx: Context, arm: Arm) -> Experiment:
     if arm.controls:
         _controls(ctx, exp, size, arm, judges, measured, loop, demos, adapter, warm_alias, iterations[-1])
     if arm.accuracy_table:
-        _accuracy_table(ctx, exp, size, arm, judges, {"base": ctx.label, "warm": warm_alias, "final": done.final})
+        table = play_accuracy_table(ctx, size, arm, judges, {"base": ctx.label, "warm": warm_alias, "final": done.final})
+        add_accuracy_table(exp, table, judges, size)
     exp.speed = speed(ctx, base_played, MAX_LIVE, done.train_tokens, done.train_s)
     exp.notes.append(f"warm start: {warm['rows']} SFT rows (the scripted demonstrator's speeches in "
                      f"{len(demos.records)} training debates; {warm['demo_valid_quotes']:.2f} valid quotes per "
@@ -274,10 +276,22 @@ def _controls(ctx: Context, exp: Experiment, size: dict[str, Any], arm: Arm, jud
                 measured.per[label][name], measured.per[label][final])
 
 
-def _accuracy_table(ctx: Context, exp: Experiment, size: dict[str, Any], arm: Arm, judges: Judges,
-                    policies: dict[str, str]) -> None:
-    """The NYU table: judge accuracy by format, before (base, warm start) and after (final) training."""
-    table = {tag: judge_accuracy(ctx, alias, tag, size, judges, arm.runs) for tag, alias in policies.items()}
+def play_accuracy_table(ctx: Context, size: dict[str, Any], arm: Arm, judges: Judges,
+                        policies: dict[str, str]) -> dict[str, dict[str, dict[str, Any]]]:
+    """The NYU table's games: each policy (tag -> model) in every format (`judge_accuracy`)."""
+    return {tag: judge_accuracy(ctx, alias, tag, size, judges, arm.runs) for tag, alias in policies.items()}
+
+
+def accuracy_ids(table: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    """The questions the table's games were played on (held out: checked against training)."""
+    return sorted({r.instance_id for rows in table.values() for row in rows.values() for r in row["played"].records})
+
+
+def add_accuracy_table(exp: Experiment, table: dict[str, dict[str, dict[str, Any]]], judges: Judges,
+                       size: dict[str, Any]) -> None:
+    """The NYU table as stages and paired rows: judge accuracy by format, before (base, warm start)
+    and after (final) training."""
+    check_disjoint(exp.name, exp.training_ids, accuracy_ids(table))
     for tag, rows in table.items():
         for fmt, row in rows.items():
             exp.stages.append(Stage(f"accuracy {tag} {fmt}", 0, row["metrics"], row["played"].walls("heldout"),
