@@ -25,6 +25,7 @@ from sparring.learning.results import Experiment, Stage
 
 # alias, stage name, best_of -> (metrics, per-instance training-judge value, the held-out run)
 Evaluate = Callable[[str, str, int], tuple[dict[str, Any], dict[str, float], Played]]
+ARMS = ("extra-sft", "rs-sft", "best-of-n")
 
 
 def demo_sft_settings(ctx: Context, size: dict[str, Any], steps: int, adapter: str | None = None) -> Any:
@@ -58,9 +59,9 @@ def chosen_rows(dpo_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def run_controls(ctx: Context, exp: Experiment, size: dict[str, Any], warm: str, warm_alias: str,
                  demo_rows: list[dict[str, Any]],
                  pairs: list[dict[str, Any]], dpo_steps: int, evaluate: Evaluate, runs: str,
-                 best_of: int = 4) -> dict[str, str]:
-    """Train and measure the three arms; a Stage each. Returns arm -> stage name (the keys of
-    `evaluate`'s per-instance values), for the paired comparisons the caller draws."""
+                 best_of: int = 4, only: tuple[str, ...] = ARMS) -> dict[str, str]:
+    """Train and measure the arms named in `only` (of `ARMS`); a Stage each. Returns arm -> stage
+    name (the keys of `evaluate`'s per-instance values), for the paired comparisons the caller draws."""
     stages: dict[str, str] = {}
     arms = [("extra-sft", demo_rows, max(1, dpo_steps),
              f"the warm start + {max(1, dpo_steps)} more SFT steps on the demonstrations (as many as the DPO "
@@ -68,6 +69,8 @@ def run_controls(ctx: Context, exp: Experiment, size: dict[str, Any], warm: str,
             ("rs-sft", chosen_rows(pairs), -1,
              f"the warm start + one epoch of SFT on the {len(pairs)} chosen speeches of iteration 1's trained pairs")]
     for arm, rows, steps, what in arms:
+        if arm not in only:
+            continue
         if not rows:
             exp.notes.append(f"{arm}: no rows, not trained")
             continue
@@ -79,6 +82,8 @@ def run_controls(ctx: Context, exp: Experiment, size: dict[str, Any], warm: str,
                                 info={**info, "arm": what}))
         stages[arm] = name
         ctx.progress(exp)
+    if "best-of-n" not in only:
+        return stages
     name = f"{runs}-warm-best-of-{best_of}"
     metrics, _, played = evaluate(warm_alias, name, best_of)
     exp.stages.append(Stage(name, 0, metrics, played.walls("heldout"),

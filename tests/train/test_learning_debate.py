@@ -5,6 +5,8 @@ speech does."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from sparring.learning.context import Context, shipped_scripted
@@ -56,24 +58,30 @@ def test_the_contrast_arm_pairs_each_best_speech_with_its_worst_sibling_and_trai
     assert cfg.export.min_gap == (0.1 if size == "full" else 0.0)
     assert cfg.train.dpo.loss_type == ["sigmoid", "sft"] and cfg.train.dpo.loss_weights == [1.0, 1.0]
     assert cfg.train.learning_rate == 1e-4 and cfg.pair_fit
-    assert arm.controls and arm.model_judge and not arm.accuracy_table  # its own experiment (below)
-    # the greedy check on training prompts before the held-out debates (8 questions at full size)
-    assert cfg.check is not None and cfg.check.instances == (8 if size == "full" else 1)
+    assert arm.controls == ("extra-sft",) and arm.model_judge and not arm.accuracy_table  # the rest: extras (below)
+    assert cfg.train.gradient_checkpointing is False
+    # the greedy check on training prompts runs in the extras experiment (8 questions at full size)
+    assert cfg.check is None
+    checked = debate.loop_config(ctx, arm.sizes[size], str(tmp_path / "warm"), replace(arm, check=True))
+    assert checked.check is not None and checked.check.instances == (8 if size == "full" else 1)
     assert cfg.selfplay["agents"]["policy"]["sampling"]["temperature"] == 0.7
     if size == "full":
         assert arm.sizes[size]["demo_steps"] == 42 and arm.sizes[size]["heldout"] * 4 == 96
 
 
-def test_the_contrast_accuracy_table_needs_the_contrast_runs_adapters_and_says_which(tmp_path):
-    """The judge-accuracy table is its own experiment over the adapters `debate-dpo-contrast`
-    registered: without them, one clear error naming the models file and the run to do first, before
-    any model loads."""
+def test_the_contrast_extras_need_the_contrast_runs_adapters_and_say_which(tmp_path):
+    """SFT on the chosen speeches, Best-of-4 and the judge-accuracy table are their own experiment
+    over what `debate-dpo-contrast` stored: without it, one clear error naming the models file and
+    the run to do first, before any model loads."""
     from sparring.errors import SparringError
 
-    ctx = Context(out=tmp_path, size="quick", model="unused", label="tiny")
+    ctx = Context(out=tmp_path, size="quick", model="smollm2-135m", label="tiny")
     ctx.adapters["tiny@debate-contrast-warm"] = str(tmp_path / "warm")
     with pytest.raises(SparringError, match=r"tiny@debate-dpo-contrast-2.*--only debate-dpo-contrast"):
-        debate_contrast.accuracy(ctx)
+        debate_contrast.extras(ctx)
+    ctx.adapters["tiny@debate-dpo-contrast-2"] = str(tmp_path / "final")  # adapters, but no loop state
+    with pytest.raises(SparringError, match=r"of iteration 1.*--only debate-dpo-contrast"):
+        debate_contrast.extras(ctx)
 
 
 def test_rejection_sampling_rows_are_the_chosen_speeches_of_the_pairs():

@@ -84,7 +84,8 @@ class Arm:
     measure_fit: bool = False      # score each iteration's own pairs under its adapter and its reference
     k: int = 2                     # sampled speeches per branch point
     export: dict[str, Any] = field(default_factory=dict)  # ExportSettings beside target/min_gap/max_pairs
-    controls: bool = False         # the extra-SFT, rejection-sampling SFT and Best-of-4 arms (debate_controls.py)
+    controls: tuple[str, ...] = ()  # the control arms run in the experiment (debate_controls.ARMS): extra-sft,
+                                    # rs-sft (SFT on iteration 1's chosen speeches), best-of-n (Best-of-4)
     model_judge: bool = False      # the base model itself as one more held-out judge (reads no story)
     check: bool = False            # the loop's greedy check on `size["check"]` training questions (loop/check.py)
     temperature: float = 0.9       # the policy's sampling temperature in the branched debates
@@ -186,6 +187,7 @@ def run_arm(ctx: Context, arm: Arm) -> Experiment:
     held-out debates under every judge; pairs fitted and behaviours per stage in the stages' info."""
     from sparring.learning.debate_behaviour import describe_changes
     from sparring.learning.loops import run_iterations, speed
+    from sparring.train.export import ExportFilters, sft_rows
     from sparring.train.loop.driver import Loop
 
     size = arm.sizes[ctx.size]
@@ -229,7 +231,8 @@ def run_arm(ctx: Context, arm: Arm) -> Experiment:
     stages = [f"{arm.runs}-base", warm_stage, *iterations]
     describe_changes(exp, measured, stages, judges)
     if arm.controls:
-        _controls(ctx, exp, size, arm, judges, measured, loop, demos, adapter, warm_alias, iterations[-1])
+        run_arms(ctx, exp, size, arm, judges, measured, loop, sft_rows(demos.records, ExportFilters(agent="policy")),
+                 adapter, warm_alias, iterations[-1], arm.controls)
     if arm.accuracy_table:
         table = play_accuracy_table(ctx, size, arm, judges, {"base": ctx.label, "warm": warm_alias, "final": done.final})
         add_accuracy_table(exp, table, judges, size)
@@ -251,20 +254,20 @@ def run_arm(ctx: Context, arm: Arm) -> Experiment:
     return exp
 
 
-def _controls(ctx: Context, exp: Experiment, size: dict[str, Any], arm: Arm, judges: Judges, measured: Measured,
-              loop: Any, demos: Played, warm: str, warm_alias: str, final: str) -> None:
-    """The extra-SFT, rejection-sampling SFT and Best-of-N arms (`debate_controls.py`), each paired
-    with the warm start and with the final DPO iteration under every judge."""
+def run_arms(ctx: Context, exp: Experiment, size: dict[str, Any], arm: Arm, judges: Judges, measured: Measured,
+             loop: Any, demo_rows: list[dict[str, Any]], warm: str, warm_alias: str, final: str,
+             only: tuple[str, ...]) -> None:
+    """The control arms named in `only` (`debate_controls.py`), each paired with the warm start and
+    with the final DPO iteration under every judge (`measured` holds both stages' debates)."""
     from sparring.learning.debate_behaviour import stage_behaviour
     from sparring.learning.debate_controls import run_controls
-    from sparring.train.export import ExportFilters, sft_rows
     from sparring.train.trainers import read_rows
 
     its = loop.state["iterations"]
     dpo_steps = sum(int(its[str(k)]["train"]["steps"]) for k in range(1, loop.config.iterations + 1))
-    stages = run_controls(ctx, exp, size, warm, warm_alias, sft_rows(demos.records, ExportFilters(agent="policy")),
-                          read_rows(its["1"]["export"]["path"]), dpo_steps,
-                          lambda a, n, b: evaluate(ctx, a, n, size, judges, measured, best_of=b), arm.runs)
+    stages = run_controls(ctx, exp, size, warm, warm_alias, demo_rows, read_rows(its["1"]["export"]["path"]),
+                          dpo_steps, lambda a, n, b: evaluate(ctx, a, n, size, judges, measured, best_of=b), arm.runs,
+                          only=only)
     by_stage = {s.name: s for s in exp.stages}
     warm_stage = f"{arm.runs}-warm"
     for name in stages.values():

@@ -14,34 +14,39 @@ evidence judge trains) with what its run and the pre-check taught
   it at 0.47) and the branches sampled at temperature 0.7 (design 2: 0.9, whose chosen speeches
   quoted less validly than the warm start's greedy ones); `scripts/debate_dpo_loop_check.py` ran
   design 3's iterations and held-out debates first (docs/learning/debate-dpo-contrast.md);
-- controls: the warm start with as many more SFT steps as DPO took, SFT on the chosen speeches of
-  iteration 1's pairs, and Best-of-4 under the training judge (`debate_controls.py`);
-- the loop's greedy check (`check`): before the held-out debates, the new and the previous policy
-  debate 8 training questions greedily (32 debates each): valid quotes per speech and the training
-  judge's reward, paired per question (the partial run fitted its pairs while greedy quoting fell);
+- control: the warm start with as many more SFT steps as DPO took (`debate_controls.py`); RPO
+  without gradient checkpointing (the pairs fit in memory on a 24 GB machine; ~20% of each step);
+- the loop's greedy check (in `debate-dpo-contrast-extras`, from the stored adapters): the new and the
+  previous policy debate 8 training questions greedily (32 debates each): valid quotes per speech and
+  the training judge's reward, paired per question (the partial run fitted its pairs while greedy
+  quoting fell);
 - judges it never trained on: the quote and proof judges and the base model itself reading the
   transcript without the story (as NYU's judge does).
 
-The judge-accuracy table by format (NYU's headline) is its own experiment,
-`debate-dpo-contrast-accuracy`: it plays the table from the adapters this one registered in the same
-output folder, so the training experiment keeps to its hour and the table (~5 min) is measured apart.
+Two arms beyond the ones issue #58 asks for (SFT on the chosen speeches, Best-of-4), the greedy
+check and the judge-accuracy table by format (NYU's headline) are the experiment
+`debate-dpo-contrast-extras`: it measures the adapters and pairs this one stored in the same output
+folder, so the experiment the issue's target is about keeps to its hour (the extras take ~20 min more).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 from sparring.errors import SparringError
 from sparring.learning.context import Context
+from sparring.learning.debate_eval import Measured, evaluate
 from sparring.learning.experiments.debate_dpo import (
     Arm,
-    accuracy_ids,
     add_accuracy_table,
     arm_judges,
     demonstrations,
+    loop_config,
     play_accuracy_table,
     run_arm,
+    run_arms,
 )
 from sparring.learning.experiments.debate_dpo_evidence import JUDGES
 from sparring.learning.registry import experiment
@@ -53,7 +58,7 @@ SIZES: dict[str, dict[str, Any]] = {
               "min_gap": 0.0, "max_steps": 1, "demo_steps": 1, "accuracy": 2, "check": 1},
     # full: the pre-check's 24 training questions (96 branched debates, k = 4: ~30 pairs at T 0.7),
     # 42 SFT steps of 4 on the 96 demonstrations for the warm start (design 3); 24 held-out questions
-    # = 96 debates per stage; the judge-accuracy table (debate-dpo-contrast-accuracy) on 12 of them
+    # = 96 debates per stage; the judge-accuracy table (debate-dpo-contrast-extras) on 12 of them
     # (both sides: 24 games per format and policy)
     "full": {"train": 24, "heldout": 24, "iterations": 2, "tokens": 48, "max_pairs": 64, "max_length": 1024,
              "min_gap": 0.1, "max_steps": -1, "demo_steps": 42, "accuracy": 12, "check": 8},
@@ -61,14 +66,14 @@ SIZES: dict[str, dict[str, Any]] = {
 ARM = Arm(
     name="debate-dpo-contrast", runs="debate-contrast", judges=JUDGES, sizes=SIZES,
     dpo={"loss_type": ["sigmoid", "sft"], "loss_weights": [1.0, 1.0], "beta": 0.1},
-    train={"learning_rate": 1e-4, "epochs": 1, "batch_size": 4},
+    train={"learning_rate": 1e-4, "epochs": 1, "batch_size": 4, "gradient_checkpointing": False},
     opponent=True, accuracy_table=False, measure_fit=True, k=4,
     export={"rejected": "worst", "max_similarity": 0.9, "held_back": 0.2, "seed": 0},
-    controls=True, model_judge=True, check=True, temperature=0.7,
+    controls=("extra-sft",), model_judge=True, check=False, temperature=0.7,
     description="Debate: SFT warm start (42 steps, converged) on a scripted demonstrator's quoting speeches, then "
                 "iterative RPO against the scripted evidence judge from branched debates of the policy against the "
                 "base model (k = 4 at temperature 0.7, best vs lowest sibling, gap >= 0.1, near copies dropped, 20% held back), against an "
-                "extra-SFT control, SFT on the chosen speeches and Best-of-4; held-out debates re-judged by the "
+                "extra-SFT control (SFT on the chosen speeches and Best-of-4: debate-dpo-contrast-extras); held-out debates re-judged by the "
                 "quote judge, the proof judge and the base model as judge (never used in training).",
     target="DPO iteration 2 - warm start, paired mean judge probability, > 0 with its 95% interval above 0 under at "
            "least one held-out judge and not below 0 under any; above the extra-SFT control; valid quotes per "
@@ -82,30 +87,48 @@ def run(ctx: Context) -> Experiment:
     return run_arm(ctx, ARM)
 
 
-@experiment("debate-dpo-contrast-accuracy")
-def accuracy(ctx: Context) -> Experiment:
-    """The NYU judge-accuracy table (debate, consultancy, double consultancy under every judge) of the
-    base model, `debate-dpo-contrast`'s warm start and its last RPO iteration, read from the adapters
-    that experiment registered in the same output folder (run it first, or both in one suite run)."""
+@experiment("debate-dpo-contrast-extras")
+def extras(ctx: Context) -> Experiment:
+    """The arms beyond the ones issue #58 asks for, measured from what `debate-dpo-contrast` stored in
+    the same output folder (run it first, or both in one suite run): SFT on iteration 1's chosen
+    speeches, Best-of-4 from the warm start, each paired with the warm start and the last iteration
+    under every judge; NYU's judge-accuracy table by format (base, warm start, last iteration); the
+    loop's greedy check of each iteration against the one before on training prompts. The warm
+    start's and the last iteration's held-out debates are read back, not replayed."""
+    from sparring.train.loop.check import check_stage
+    from sparring.train.loop.driver import Loop
+
     size = ARM.sizes[ctx.size]
-    policies = {"base": ctx.label, "warm": f"{ctx.label}@{ARM.runs}-warm",
-                "final": f"{ctx.label}@{ARM.name}-{size['iterations']}"}
-    missing = [alias for alias in (policies["warm"], policies["final"]) if alias not in ctx.adapters]
-    if missing:
-        raise SparringError(f"debate-dpo-contrast-accuracy: {ctx.models_file} has no adapter {', '.join(missing)}; "
-                            "run `--only debate-dpo-contrast` with the same --output first (the table measures its "
-                            "adapters)")
+    warm_stage, final = f"{ARM.runs}-warm", f"{ARM.name}-{size['iterations']}"
+    warm_alias, final_alias = f"{ctx.label}@{warm_stage}", f"{ctx.label}@{final}"
+    missing = [alias for alias in (warm_alias, final_alias) if alias not in ctx.adapters]
+    loop = Loop(loop_config(ctx, size, ctx.adapters.get(warm_alias, ""), replace(ARM, check=True)), "<learning suite>",
+                console=ctx.console)
+    if missing or "1" not in (loop.state.get("iterations") or {}):
+        raise SparringError(f"debate-dpo-contrast-extras: {ctx.models_file} has no adapter "
+                            f"{', '.join(missing) or 'of iteration 1'}; run `--only debate-dpo-contrast` with the same "
+                            "--output first (these arms measure what it stored)")
     start = time.perf_counter()
-    judges = arm_judges(ctx, ARM)
+    judges, measured = arm_judges(ctx, ARM), Measured()
     training = {r.instance_id for r in demonstrations(ctx, size, ARM).records}  # stored: read back, not replayed
-    table = play_accuracy_table(ctx, size, ARM, judges, policies)
-    exp = Experiment(name="debate-dpo-contrast-accuracy", model=ctx.label, primary="accuracy (training judge)",
-                     training_ids=sorted(training), heldout_ids=accuracy_ids(table),
-                     description="The judge-accuracy table of debate-dpo-contrast (NYU's headline): the base model, the "
-                                 "warm start and RPO iteration 2 each argue both sides of held-out questions in "
-                                 "debate, consultancy and double consultancy; the training judge and the held-out "
-                                 "judges decide, greedy speeches.",
-                     target="reported, no target: judge accuracy by format before and after training")
+    evaluate(ctx, warm_alias, warm_stage, size, judges, measured)  # stored runs: read back
+    evaluate(ctx, final_alias, final, size, judges, measured)
+    exp = Experiment(name="debate-dpo-contrast-extras", model=ctx.label, primary="judge_prob",
+                     training_ids=sorted(training), heldout_ids=sorted(measured.per[judges.training_label][warm_stage]),
+                     description="debate-dpo-contrast's further arms from its stored adapters and pairs: the warm start "
+                                 "+ one epoch of SFT on iteration 1's chosen speeches, Best-of-4 from the warm start under "
+                                 "the training judge, and the judge-accuracy table by format (debate, consultancy, "
+                                 "double consultancy) for the base model, the warm start and RPO iteration 2.",
+                     target="reported, no target: what the pairs give without their rejected side, what search gives "
+                            "without training, and judge accuracy by format before and after")
+    run_arms(ctx, exp, size, ARM, judges, measured, loop, [], ctx.adapters[warm_alias], warm_alias, final,
+             ("rs-sft", "best-of-n"))
+    table = play_accuracy_table(ctx, size, ARM, judges, {"base": ctx.label, "warm": warm_alias, "final": final_alias})
     add_accuracy_table(exp, table, judges, size)
+    for k in range(1, size["iterations"] + 1):  # the greedy check: iteration k vs k - 1 on training prompts
+        for measure, d in ((check_stage(loop, k) or {}).get("diff") or {}).items():
+            exp.paired[f"check {measure} {ARM.name}-{k} - {k - 1} (greedy, {size['check']} training questions)"] = {
+                "mean_diff": d["diff"], "mean_diff_ci_low": d["ci_low"], "mean_diff_ci_high": d["ci_high"],
+                "n": d["n"], "before": d["before"], "after": d["after"]}
     exp.wall_s = time.perf_counter() - start
     return exp
