@@ -14,8 +14,10 @@ evidence judge trains) with what its run and the pre-check taught
   it at 0.47) and the branches sampled at temperature 0.7 (design 2: 0.9, whose chosen speeches
   quoted less validly than the warm start's greedy ones); `scripts/debate_dpo_loop_check.py` ran
   design 3's iterations and held-out debates first (docs/learning/debate-dpo-contrast.md);
-- control: the warm start with as many more SFT steps as DPO took (`debate_controls.py`); RPO
-  without gradient checkpointing (the pairs fit in memory on a 24 GB machine; ~20% of each step);
+- control: the warm start with as many more SFT steps as DPO took (`debate_controls.py`);
+- RPO without gradient checkpointing, as the timed run (2026-12-03, 55.5 min) had it: its figures are
+  those of the earlier runs with it to the last digit, and its steps were no faster on this CPU
+  (~52 s against ~49 s, at different hours);
 - the loop's greedy check (in `debate-dpo-contrast-extras`, from the stored adapters): the new and the
   previous policy debate 8 training questions greedily (32 debates each): valid quotes per speech and
   the training judge's reward, paired per question (the partial run fitted its pairs while greedy

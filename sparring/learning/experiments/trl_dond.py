@@ -49,10 +49,6 @@ SFT_LR = 5e-4      # LoRA SFT (TRAINING-NOTES: 16 LoRA steps at 5e-4 moved TextW
 GRPO_LR = 2e-4     # dond-rl's rate (sparring's trainer), the same budget per step
 TEMPERATURE = 0.8  # the held-out games' sampling, as dond-rl measures
 FORMAT_PENALTY = 0.1
-# TRL's SFTConfig and GRPOConfig turn gradient checkpointing on by default (GPU memory); on a CPU the
-# 135M model's activations for a batch of games fit in a few GB, and recomputing them costs a third
-# of every step
-CHECKPOINTING = False
 DEMONSTRATOR = "sparring.games.negotiation.partner:demonstrator"
 
 
@@ -98,7 +94,7 @@ def warm_start(ctx: Context, source: str, rows: list[dict[str, Any]], size: dict
     args = SFTConfig(output_dir=str(out / "trainer"), use_cpu=True, bf16=False, num_train_epochs=1,
                      per_device_train_batch_size=4, learning_rate=SFT_LR, lr_scheduler_type="constant",
                      assistant_only_loss=True, max_length=None, logging_steps=1, report_to=[], save_strategy="no",
-                     seed=0, disable_tqdm=False, gradient_checkpointing=CHECKPOINTING)
+                     seed=0, disable_tqdm=False)
     trainer = SFTTrainer(model=AutoModelForCausalLM.from_pretrained(source), args=args, train_dataset=data,
                          processing_class=tok, peft_config=_lora())
     begin = time.perf_counter()
@@ -124,8 +120,7 @@ def grpo(ctx: Context, source: str, env_class: Any, size: dict[str, Any], out: P
                       per_device_train_batch_size=batch, num_generations=size["generations"],
                       max_completion_length=size["completion"], max_tool_calling_iterations=size["max_turns"],
                       temperature=1.0, learning_rate=GRPO_LR, lr_scheduler_type="constant", beta=0.0,
-                      logging_steps=1, report_to=[], save_strategy="no", seed=0, disable_tqdm=False,
-                      gradient_checkpointing=CHECKPOINTING)
+                      logging_steps=1, report_to=[], save_strategy="no", seed=0, disable_tqdm=False)
     trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(source), processing_class=tok,
                           environment_factory=env_class, train_dataset=env_class.dataset(), args=args,
                           peft_config=_lora())
