@@ -13,6 +13,7 @@ from sparring.learning.context import Context, shipped_scripted
 from sparring.learning.debate_behaviour import speech_features
 from sparring.learning.experiments import debate_dpo as debate
 from sparring.learning.experiments import debate_dpo_contrast as debate_contrast
+from sparring.learning.experiments import debate_dpo_contrast_extras as debate_contrast_extras
 from sparring.learning.experiments import debate_dpo_evidence as debate_evidence
 
 
@@ -78,10 +79,10 @@ def test_the_contrast_extras_need_the_contrast_runs_adapters_and_say_which(tmp_p
     ctx = Context(out=tmp_path, size="quick", model="smollm2-135m", label="tiny")
     ctx.adapters["tiny@debate-contrast-warm"] = str(tmp_path / "warm")
     with pytest.raises(SparringError, match=r"tiny@debate-dpo-contrast-2.*--only debate-dpo-contrast"):
-        debate_contrast.extras(ctx)
+        debate_contrast_extras.run(ctx)
     ctx.adapters["tiny@debate-dpo-contrast-2"] = str(tmp_path / "final")  # adapters, but no loop state
     with pytest.raises(SparringError, match=r"of iteration 1.*--only debate-dpo-contrast"):
-        debate_contrast.extras(ctx)
+        debate_contrast_extras.run(ctx)
 
 
 def test_rejection_sampling_rows_are_the_chosen_speeches_of_the_pairs():
