@@ -28,7 +28,7 @@ evidence judge trains) with what its run and the pre-check taught
 Two arms beyond the ones issue #58 asks for (SFT on the chosen speeches, Best-of-4), the greedy
 check and the judge-accuracy table by format (NYU's headline) are the experiment
 `debate-dpo-contrast-extras`: it measures the adapters and pairs this one stored in the same output
-folder, so the experiment the issue's target is about keeps to its hour (the extras take ~20 min more).
+folder, so the experiment the issue's target is about keeps to its hour (the extras take ~18 min more).
 """
 
 from __future__ import annotations

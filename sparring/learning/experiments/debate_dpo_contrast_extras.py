@@ -31,7 +31,7 @@ from sparring.learning.experiments.debate_dpo import (
 )
 from sparring.learning.experiments.debate_dpo_contrast import ARM
 from sparring.learning.registry import experiment
-from sparring.learning.results import Experiment
+from sparring.learning.results import Experiment, paired
 
 
 @experiment("debate-dpo-contrast-extras")
@@ -73,9 +73,10 @@ def run(ctx: Context) -> Experiment:
     table = play_accuracy_table(ctx, size, ARM, judges, {"base": ctx.label, "warm": warm_alias, "final": final_alias})
     add_accuracy_table(exp, table, judges, size)
     for k in range(1, size["iterations"] + 1):  # the greedy check: iteration k vs k - 1 on training prompts
-        for measure, d in ((check_stage(loop, k) or {}).get("diff") or {}).items():
+        check = check_stage(loop, k) or {}
+        for measure, d in (check.get("diff") or {}).items():  # paired per training question, as every row
+            row = paired(check["before"]["per_instance"][measure], check["after"]["per_instance"][measure])
             exp.paired[f"check {measure} {ARM.name}-{k} - {k - 1} (greedy, {size['check']} training questions)"] = {
-                "mean_diff": d["diff"], "mean_diff_ci_low": d["ci_low"], "mean_diff_ci_high": d["ci_high"],
-                "n": d["n"], "before": d["before"], "after": d["after"]}
+                **row, "before": d["before"], "after": d["after"]}
     exp.wall_s = time.perf_counter() - start
     return exp
