@@ -49,9 +49,9 @@ def run(ctx: Context) -> Experiment:
     warm_stage, final = f"{ARM.runs}-warm", f"{ARM.name}-{size['iterations']}"
     warm_alias, final_alias = f"{ctx.label}@{warm_stage}", f"{ctx.label}@{final}"
     missing = [alias for alias in (warm_alias, final_alias) if alias not in ctx.adapters]
-    loop = Loop(loop_config(ctx, size, ctx.adapters.get(warm_alias, ""), replace(ARM, check=True)), "<learning suite>",
-                console=ctx.console)
-    if missing or "1" not in (loop.state.get("iterations") or {}):
+    loop = None if missing else Loop(loop_config(ctx, size, ctx.adapters[warm_alias], replace(ARM, check=True)),
+                                     "<learning suite>", console=ctx.console)
+    if loop is None or "1" not in (loop.state.get("iterations") or {}):
         raise SparringError(f"debate-dpo-contrast-extras: {ctx.models_file} has no adapter "
                             f"{', '.join(missing) or 'of iteration 1'}; run `--only debate-dpo-contrast` with the same "
                             "--output first (these arms measure what it stored)")
@@ -64,8 +64,9 @@ def run(ctx: Context) -> Experiment:
                      training_ids=sorted(training), heldout_ids=sorted(measured.per[judges.training_label][warm_stage]),
                      description="debate-dpo-contrast's further arms from its stored adapters and pairs: the warm start "
                                  "+ one epoch of SFT on iteration 1's chosen speeches, Best-of-4 from the warm start under "
-                                 "the training judge, and the judge-accuracy table by format (debate, consultancy, "
-                                 "double consultancy) for the base model, the warm start and RPO iteration 2.",
+                                 "the training judge, the judge-accuracy table by format (debate, consultancy, "
+                                 "double consultancy) for the base model, the warm start and RPO iteration 2, and the "
+                                 "loop's greedy check of each iteration on training questions.",
                      target="reported, no target: what the pairs give without their rejected side, what search gives "
                             "without training, and judge accuracy by format before and after")
     run_arms(ctx, exp, size, ARM, judges, measured, loop, [], ctx.adapters[warm_alias], warm_alias, final,
@@ -74,9 +75,10 @@ def run(ctx: Context) -> Experiment:
     add_accuracy_table(exp, table, judges, size)
     for k in range(1, size["iterations"] + 1):  # the greedy check: iteration k vs k - 1 on training prompts
         check = check_stage(loop, k) or {}
-        for measure, d in (check.get("diff") or {}).items():  # paired per training question, as every row
-            row = paired(check["before"]["per_instance"][measure], check["after"]["per_instance"][measure])
+        for measure in check.get("diff") or {}:  # paired per training question, as every other row
+            before, after = check["before"], check["after"]
             exp.paired[f"check {measure} {ARM.name}-{k} - {k - 1} (greedy, {size['check']} training questions)"] = {
-                **row, "before": d["before"], "after": d["after"]}
+                **paired(before["per_instance"][measure], after["per_instance"][measure]),
+                "before": before["means"][measure], "after": after["means"][measure]}
     exp.wall_s = time.perf_counter() - start
     return exp
