@@ -39,10 +39,10 @@ SIZES: dict[str, dict[str, Any]] = {
               "max_turns": 4, "tokens": 32, "completion": 256},
     # full: the demonstrations of 64 training scenarios x 2 seats, SFT on 64 of the kept games (one
     # epoch, 16 steps of 4: a game is ~850 tokens, ~700 of them the rules and the tools' schemas);
-    # 12 GRPO steps of 8 games (4 of a scenario and seat); 32 held-out scenarios x 2 seats
-    # (first run, 2026-12-03: no GRPO step finished in 12 min beside a CI run; the GRPO size is not yet
-    # measured to fit the hour: docs/learning/trl-dond.md)
-    "full": {"train": 64, "heldout": 32, "sft_rows": 64, "steps": 12, "generations": 4, "prompts": 2,
+    # 8 GRPO steps of 4 games (one scenario and seat a step); 32 held-out scenarios x 2 seats.
+    # Measured alone (2026-12-03): a GRPO step of 8 games took 433-473 s, 80% of it TRL's rollout
+    # (54% prefill: every tool round re-reads the whole conversation), so 4 games a step fit the hour.
+    "full": {"train": 64, "heldout": 32, "sft_rows": 64, "steps": 8, "generations": 4, "prompts": 1,
              "max_turns": 8, "tokens": 48, "completion": 512},
 }
 SFT_LR = 5e-4      # LoRA SFT (TRAINING-NOTES: 16 LoRA steps at 5e-4 moved TextWorld's held-out play)
@@ -119,6 +119,7 @@ def grpo(ctx: Context, source: str, env_class: Any, size: dict[str, Any], out: P
     args = GRPOConfig(output_dir=str(out / "trainer"), use_cpu=True, bf16=False, max_steps=size["steps"],
                       per_device_train_batch_size=batch, num_generations=size["generations"],
                       max_completion_length=size["completion"], max_tool_calling_iterations=size["max_turns"],
+                      generation_kwargs={"max_new_tokens": size["tokens"]},
                       temperature=1.0, learning_rate=GRPO_LR, lr_scheduler_type="constant", beta=0.0,
                       logging_steps=1, report_to=[], save_strategy="no", seed=0, disable_tqdm=False)
     trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(source), processing_class=tok,
@@ -219,7 +220,8 @@ def run(ctx: Context) -> Experiment:
     exp.notes.append(f"demonstrations: {len(demos)} games, {sum(r['reward'] > 0 for r in demos)} a deal worth points to the "
                      "demonstrator; "
                      f"SFT one epoch on {len(kept)} of them, LoRA r16, lr {SFT_LR}; GRPO {size['steps']} steps of "
-                     f"{size['generations'] * size['prompts']} games, lr {GRPO_LR}, beta 0, reward own points - "
+                     f"{size['generations'] * size['prompts']} games, lr {GRPO_LR}, beta 0, at most {size['tokens']} new tokens "
+                     f"a reply (as held out), reward own points - "
                      f"{FORMAT_PENALTY} a refused move; held-out sampled at T={TEMPERATURE}")
     exp.wall_s = time.perf_counter() - begin
     return exp
