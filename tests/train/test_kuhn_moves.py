@@ -26,7 +26,8 @@ def test_moves_are_read_per_card_as_textarena_reads_them():
 def test_information_sets_and_the_scored_strategy():
     import math
 
-    from sparring.learning.experiments.textarena_kuhn import infoset, strategy
+    from sparring.games.textarena.kuhn import read_infoset as infoset
+    from sparring.learning.experiments.textarena_kuhn import strategy
     from sparring.types import Message
 
     first = "[GAME] ### Starting round 1 out of 1 rounds. Your card is: 'J'\n[GAME] Your available actions are: '[check]', '[bet]'"
@@ -56,3 +57,22 @@ def test_information_sets_and_the_scored_strategy():
     out = strategy(scorer, records)
     assert out == {"J, first to act": {"check": 0.75, "bet": 0.25}, "Q, after bet": {"fold": 0.5, "call": 0.5}}
     assert sorted(o for r in scorer.requests for o in r.options) == ["[bet]", "[call]", "[check]", "[fold]"]  # once each
+
+
+def test_the_card_experiment_scores_the_whole_strategy_and_its_exploitability(monkeypatch):
+    """textarena-kuhn-card: a policy's strategy at all 12 information sets gives its exploitability;
+    a set of decisions that misses some (the quick size's few hands) says which, with no number."""
+    from sparring.games.textarena import kuhn
+    from sparring.learning.experiments import textarena_kuhn_card as card
+
+    demos = SimpleNamespace(records=[])
+    monkeypatch.setattr(card, "scored_strategy", lambda ctx, alias, records, agent: kuhn.equilibrium(1 / 6))
+    out = card.full_strategy(None, "policy", demos)
+    assert out["exploitability"] == 0.0 and out["best_response"] == {"vs_first": 0.0556, "vs_second": -0.0556}
+    always = {k: {"bet": 1.0, "call": 1.0} for k in kuhn.INFOSETS}
+    monkeypatch.setattr(card, "scored_strategy", lambda ctx, alias, records, agent: always)
+    assert card.full_strategy(None, "policy", demos)["exploitability"] == 0.3333
+    partial = {k: v for k, v in always.items() if not k.startswith("J")}
+    monkeypatch.setattr(card, "scored_strategy", lambda ctx, alias, records, agent: partial)
+    out = card.full_strategy(None, "policy", demos)
+    assert out["exploitability"] is None and out["missing_infosets"] == [k for k in kuhn.INFOSETS if k.startswith("J")]

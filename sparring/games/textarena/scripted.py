@@ -4,6 +4,11 @@
 - `random_legal`: a uniformly random move among those the observation lists as available
   ("Available Moves: '[0]', '[4]'", "Your available actions are: '[check]', '[bet]'"), seeded by
   the observation, so the same position always gets the same move.
+- `random_per_game`: the same, seeded by the observation and the game (its episode id), so the
+  games of one GRPO group (the same seed, the same cards) meet different moves while a run reproduces.
+- `kuhn_equilibrium` (Kuhn Poker): Kuhn's equilibrium at alpha = 1/6 (`kuhn.PLAYED_EQUILIBRIUM`:
+  every information set is reached), its mixed moves drawn per game as `random_per_game` draws;
+  nothing beats it in expectation (a demonstrator whose moves depend on the card).
 - `kuhn_rule` (Kuhn Poker): a fixed card rule — with the King it bets (or calls), with the Queen it
   checks (or calls), with the Jack it checks (or folds to a bet); a held-out opponent the learning
   suite never trains against.
@@ -23,6 +28,7 @@ import hashlib
 import random
 import re
 
+from sparring.games.textarena import kuhn
 from sparring.types import GenerateRequest
 
 _AVAILABLE = re.compile(r"available (?:moves|actions)[^:\n]*:\s*((?:'\[[^\]]+\]'(?:,\s*)?)+)", re.IGNORECASE)
@@ -49,6 +55,32 @@ def random_legal(request: GenerateRequest) -> str:
     lists = _AVAILABLE.findall(obs)
     moves = _MOVE.findall(lists[-1]) if lists else []
     return _rng(obs).choice(moves) if moves else "[0]"
+
+
+def _game_rng(request: GenerateRequest, obs: str) -> random.Random:
+    return _rng(f"{obs}\x00{request.context.get('episode_id', '')}")
+
+
+def random_per_game(request: GenerateRequest) -> str:
+    obs = _observation(request)
+    lists = _AVAILABLE.findall(obs)
+    moves = _MOVE.findall(lists[-1]) if lists else []
+    return _game_rng(request, obs).choice(moves) if moves else "[0]"
+
+
+def kuhn_equilibrium(request: GenerateRequest) -> str:
+    obs = _observation(request)
+    found = kuhn.read_infoset(obs)
+    if found is None or found[0] not in kuhn.PLAYED_EQUILIBRIUM:
+        return random_per_game(request)
+    name, legal = found
+    probs = kuhn.PLAYED_EQUILIBRIUM[name]
+    draw, total = _game_rng(request, obs).random(), 0.0
+    for move in legal:
+        total += probs.get(move, 0.0)
+        if draw < total:
+            return f"[{move}]"
+    return f"[{legal[-1]}]"
 
 
 _CARD = re.compile(r"Your card is: '([JQK])'")

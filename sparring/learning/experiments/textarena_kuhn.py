@@ -28,6 +28,7 @@ import time
 from functools import partial
 from typing import Any
 
+from sparring.games.textarena.kuhn import read_infoset
 from sparring.learning.arms import AS_MEASURED, Measured, run_arm
 from sparring.learning.context import Context, Played
 from sparring.learning.registry import experiment
@@ -56,8 +57,6 @@ TRAINING_PANELS = training_panels("chips, both seats",
                                   {"reward/Player 0": "reward, first to act", "reward/Player 1": "reward, second to act"})
 _CARD = re.compile(r"Your card is: '([JQK])'")
 _MOVE = re.compile(r"\[(check|bet|call|fold)\]", re.IGNORECASE)
-_BEFORE = re.compile(r"^\[Player \d\] \[(check|bet)\]", re.IGNORECASE | re.MULTILINE)
-_LEGAL = re.compile(r"Your available actions are: (.*)$", re.MULTILINE)
 
 
 def _seeds(split: str, n: int, start: int = 0) -> dict[str, Any]:
@@ -96,34 +95,23 @@ def moves_by_card(records: list[Any], agent: str = "policy") -> dict[str, dict[s
     return {card: dict(sorted(v.items())) for card, v in sorted(out.items())}
 
 
-def infoset(text: str) -> tuple[str, list[str]] | None:
-    """A decision's information set, `"Q, after bet"`, and its legal moves, from the observation
-    (the player's card and the moves of this hand before it); None when it is not a decision."""
-    hand = text[text.rfind("### Starting round"):]
-    cards, legal = _CARD.findall(hand), _LEGAL.findall(hand)
-    if not cards or not legal:
-        return None
-    before = [m.lower() for m in _BEFORE.findall(hand)]
-    return f"{cards[-1]}, {'after ' + ' '.join(before) if before else 'first to act'}", \
-        [m.lower() for m in re.findall(r"\[(\w+)\]", legal[-1])]
-
-
-def strategy(model: Any, records: list[Any], agent: str = "policy") -> dict[str, dict[str, float]]:
+def strategy(model: Any, records: list[Any], agent: str | None = "policy") -> dict[str, dict[str, float]]:
     """The policy's strategy, scored rather than sampled: at every decision the agent met in
-    `records`, each legal move's probability among the legal ones (`model.score` of `[move]` after
-    the observation the agent saw), averaged per information set. Greedy play shows only each
-    decision's argmax; this shows how far a trained policy moved from its start."""
+    `records` (every agent's decisions with `agent=None`), each legal move's probability among the
+    legal ones (`model.score` of `[move]` after the observation shown there), averaged per
+    information set. Greedy play shows only each decision's argmax; this shows how far a trained
+    policy moved from its start."""
     import math
 
     from sparring.types import ScoreRequest
 
     prompts: dict[str, dict[str, tuple[Any, list[str]]]] = {}
     for r in records:
-        players = {p for p, s in r.seats.items() if s.agent == agent}
+        players = {p for p, s in r.seats.items() if agent is None or s.agent == agent}
         for call in r.calls:
             if call.player not in players or call.op != "generate" or not call.messages:
                 continue
-            found = infoset(call.messages[-1].content)
+            found = read_infoset(call.messages[-1].content)
             if found:
                 key = "\n".join(m.content for m in call.messages)
                 prompts.setdefault(found[0], {})[key] = (call.messages, found[1])
@@ -140,12 +128,14 @@ def strategy(model: Any, records: list[Any], agent: str = "policy") -> dict[str,
     return out
 
 
-def _strategy(ctx: Context, alias: str, records: list[Any]) -> dict[str, dict[str, float]]:
+def scored_strategy(ctx: Context, alias: str, records: list[Any],
+                    agent: str | None = "policy") -> dict[str, dict[str, float]]:
+    """`strategy` of the registered model `alias` at the decisions of `records`."""
     from sparring.models.registry import create_model, load_model_specs
 
     model = create_model(alias, load_model_specs(ctx.models_file))
     try:
-        return strategy(model, records)
+        return strategy(model, records, agent)
     finally:
         model.close()
 
@@ -173,37 +163,41 @@ def _measure(ctx: Context, alias: str, name: str, size: dict[str, Any]) -> Measu
     metrics, per, played = evaluate(ctx, alias, name, size)
     return Measured(metrics, {"payoff per hand": per}, played.walls("heldout"),
                     sorted({r.instance_id for r in played.records}),
-                    {"moves_by_card": moves_by_card(played.records), "strategy": _strategy(ctx, alias, played.records)})
+                    {"moves_by_card": moves_by_card(played.records), "strategy": scored_strategy(ctx, alias, played.records)})
 
 
-def warm_start(ctx: Context, size: dict[str, Any]) -> tuple[str, dict[str, Any], Played]:
-    """SFT on a random legal player's moves in hands against itself (training seeds of their own)."""
+def warm_start(ctx: Context, size: dict[str, Any], demonstrator: str = TRAIN_OPPONENT,
+               prefix: str = "kuhn") -> tuple[str, dict[str, Any], Played]:
+    """SFT on `demonstrator`'s moves in hands against itself (training seeds of their own): a
+    random legal player's here, Kuhn's equilibrium in `textarena-kuhn-card`."""
     from sparring.train.config import LoraSettings, TrainSettings
     from sparring.train.export import sft_rows
     from sparring.train.trainers import train_sft
 
     cfg = {"game": "textarena", "view": "rendered", "game_args": GAME, "dataset": _seeds("train", size["demos"], DEMO_START),
-           "agents": {"a": {"role": "player", "model": TRAIN_OPPONENT}, "b": {"role": "player", "model": TRAIN_OPPONENT}},
+           "agents": {"a": {"role": "player", "model": demonstrator}, "b": {"role": "player", "model": demonstrator}},
            "tournament": {"type": "custom", "matchups": [["a", "b"]], "flip": False},
            "run": {"seed": 0, "max_live": MAX_LIVE}}
-    demos = ctx.play(cfg, "kuhn-demonstrations")
+    demos = ctx.play(cfg, f"{prefix}-demonstrations")
     rows = sft_rows(demos.records)
     settings = TrainSettings(model=ctx.model, method="sft", learning_rate=5e-4, max_steps=size["demo_steps"],
                              batch_size=4, max_length=1024, lora=LoraSettings(r=8, alpha=16))
-    result = train_sft(rows, settings, ctx.out / "adapters" / "kuhn-warm")
+    result = train_sft(rows, settings, ctx.out / "adapters" / f"{prefix}-warm")
     return str(result.adapter), {"rows": result.rows, "steps": result.steps, "loss": result.loss,
                                  "games": len(demos.records)}, demos
 
 
-def arm_config(ctx: Context, size: dict[str, Any], start: str, arm: str) -> dict[str, Any]:
-    """The online config of one arm: GRPO on sparring's trainer from `start`."""
-    opponents, baseline = ARMS[arm]
+def arm_config(ctx: Context, size: dict[str, Any], start: str, arm: str,
+               arms: dict[str, tuple[dict[str, Any], str]] = ARMS, opponent: str = TRAIN_OPPONENT) -> dict[str, Any]:
+    """The online config of one arm of `arms` (its opponents and baseline): GRPO on sparring's trainer
+    from `start`, a fixed arm against `opponent`."""
+    opponents, baseline = arms[arm]
     learner = {"role": "player", "model": "learner",
                "sampling": {"temperature": 1.0, "max_new_tokens": size["tokens"]}}
     fixed = opponents["mode"] == "fixed"
     experiment = {"game": "textarena", "view": "rendered", "game_args": GAME, "dataset": _seeds("train", size["train"]),
                   "models_file": str(ctx.models_file.resolve()),
-                  "agents": {"learner": learner, **({"opponent": {"role": "player", "model": TRAIN_OPPONENT}}
+                  "agents": {"learner": learner, **({"opponent": {"role": "player", "model": opponent}}
                                                    if fixed else {})},
                   "tournament": ({"type": "custom", "matchups": [["learner", "opponent"]]} if fixed
                                  else {"type": "self_play", "participants": ["learner"]}),
