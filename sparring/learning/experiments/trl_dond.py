@@ -164,7 +164,10 @@ def measure(ctx: Context, name: str, source: str, env_class: Any,
     for g in games:
         ends[g.ended] = ends.get(g.ended, 0) + 1
     per = {f"{g.instance_id}/{g.seat}": float(g.reward) for g in games}
+    no_call = [g.messages[-1].get("content", "") for g in games if g.ended == "no call"]
     return metrics, per, {"play_s": time.perf_counter() - begin, "ends": ends, "games": len(games),
+                          "calls": sum(g.calls for g in games), "failed_calls": sum(g.failed_calls for g in games),
+                          "no_call_replies": no_call[:5],  # what ended a game without a call (the first 5)
                           "example": games[0].messages if games else []}
 
 
@@ -199,7 +202,7 @@ def run(ctx: Context) -> Experiment:
     demo_s = time.perf_counter() - t
     base_m, base_per, base_info = measure(ctx, "base", base, heldout_env, size)
     exp.stages.append(Stage("base", 0, base_m, {"play_heldout": base_info["play_s"]},
-                            info={"ends": base_info["ends"]}))
+                            info={k: base_info[k] for k in ("ends", "calls", "failed_calls", "no_call_replies")}))
     ctx.progress(exp)
 
     sft = warm_start(ctx, base, kept, size, out / "sft")
@@ -208,14 +211,16 @@ def run(ctx: Context) -> Experiment:
                                                         "play_heldout": start_info["play_s"]},
                             info={**sft, "demonstrations": len(demos), "deals": sum(r["reward"] > 0 for r in demos), "kept": len(kept),
                                   "demo_points": sum(r["reward"] for r in demos) / max(1, len(demos)),
-                                  "ends": start_info["ends"], "example": start_info["example"]}))
+                                  **{k: start_info[k] for k in ("ends", "calls", "failed_calls", "no_call_replies",
+                                                                "example")}}))
     exp.paired["warm-start - base"] = paired(base_per, start_per)
     ctx.progress(exp)
 
     trained = grpo(ctx, str(out / "sft" / "model"), train_env, size, out / "grpo")
     after_m, after_per, after_info = measure(ctx, "grpo", str(out / "grpo" / "model"), heldout_env, size)
     exp.stages.append(Stage("grpo", size["steps"], after_m, {"train": trained["train_s"], "play_heldout": after_info["play_s"]},
-                            info={**trained, "ends": after_info["ends"], "example": after_info["example"]}))
+                            info={**trained, **{k: after_info[k] for k in ("ends", "calls", "failed_calls",
+                                                                            "no_call_replies", "example")}}))
     exp.paired["grpo - warm-start"] = paired(start_per, after_per)
     exp.notes.append(f"demonstrations: {len(demos)} games, {sum(r['reward'] > 0 for r in demos)} a deal worth points to the "
                      "demonstrator; "
