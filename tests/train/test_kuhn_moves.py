@@ -26,8 +26,8 @@ def test_moves_are_read_per_card_as_textarena_reads_them():
 def test_information_sets_and_the_scored_strategy():
     import math
 
-    from sparring.games.textarena.kuhn import read_infoset as infoset
     from sparring.learning.experiments.textarena_kuhn import strategy
+    from sparring.stats.kuhn import read_infoset as infoset
     from sparring.types import Message
 
     first = "[GAME] ### Starting round 1 out of 1 rounds. Your card is: 'J'\n[GAME] Your available actions are: '[check]', '[bet]'"
@@ -62,8 +62,8 @@ def test_information_sets_and_the_scored_strategy():
 def test_the_card_experiment_scores_the_whole_strategy_and_its_exploitability(monkeypatch):
     """textarena-kuhn-card: a policy's strategy at all 12 information sets gives its exploitability;
     a set of decisions that misses some (the quick size's few hands) says which, with no number."""
-    from sparring.games.textarena import kuhn
     from sparring.learning.experiments import textarena_kuhn_card as card
+    from sparring.stats import kuhn
 
     demos = SimpleNamespace(records=[])
     monkeypatch.setattr(card, "scored_strategy", lambda ctx, alias, records, agent: kuhn.equilibrium(1 / 6))

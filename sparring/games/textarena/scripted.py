@@ -28,7 +28,7 @@ import hashlib
 import random
 import re
 
-from sparring.games.textarena import kuhn
+from sparring.stats import kuhn
 from sparring.types import GenerateRequest
 
 _AVAILABLE = re.compile(r"available (?:moves|actions)[^:\n]*:\s*((?:'\[[^\]]+\]'(?:,\s*)?)+)", re.IGNORECASE)

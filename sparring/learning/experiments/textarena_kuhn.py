@@ -28,12 +28,12 @@ import time
 from functools import partial
 from typing import Any
 
-from sparring.games.textarena.kuhn import read_infoset
 from sparring.learning.arms import AS_MEASURED, Measured, run_arm
 from sparring.learning.context import Context, Played
 from sparring.learning.registry import experiment
 from sparring.learning.report import plot_training, training_panels
 from sparring.learning.results import Experiment, Stage, mean, rate
+from sparring.stats.kuhn import read_infoset
 
 ENV = "KuhnPokerBets-v0"
 GAME = {"env_id": ENV, "env_kwargs": {"max_rounds": 1}, "reward": "chips"}

@@ -11,7 +11,7 @@ The game, held-out seeds, held-out opponent (`textarena-kuhn-rule`), GRPO settin
   in 54 of its 60 groups);
 - every policy's strategy is scored at all 12 information sets (the decisions of the
   demonstrations, which reach every one) and its exploitability computed exactly
-  (`sparring.games.textarena.kuhn`: what a best response wins a hand against it, averaged over its
+  (`sparring.stats.kuhn`: what a best response wins a hand against it, averaged over its
   seats; 0 at an equilibrium, 1/3 for "always bet and call").
 """
 
@@ -21,7 +21,6 @@ import time
 from functools import partial
 from typing import Any
 
-from sparring.games.textarena.kuhn import INFOSETS, best_response_values, exploitability
 from sparring.learning.arms import Measured, run_arm
 from sparring.learning.context import Context, Played
 from sparring.learning.experiments.textarena_kuhn import (
@@ -39,6 +38,7 @@ from sparring.learning.experiments.textarena_kuhn import (
 from sparring.learning.registry import experiment
 from sparring.learning.report import plot_training
 from sparring.learning.results import Experiment, Stage
+from sparring.stats.kuhn import INFOSETS, best_response_values, exploitability
 
 DEMONSTRATOR = "textarena-kuhn-equilibrium"
 TRAIN_OPPONENT = "textarena-random-per-game"

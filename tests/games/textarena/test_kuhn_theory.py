@@ -1,4 +1,4 @@
-"""Kuhn Poker's theory (`sparring.games.textarena.kuhn`) and the scripted players built on it: the
+"""Kuhn Poker's theory (`sparring.stats.kuhn`) and the scripted players built on it: the
 equilibrium family is unexploitable and worth -1/18 to the first to act, the best responses are the
 best of every pure strategy, and the equilibrium player draws its mixed moves per game."""
 
@@ -9,8 +9,8 @@ from collections import Counter
 
 import pytest
 
-from sparring.games.textarena import kuhn
 from sparring.games.textarena.scripted import kuhn_equilibrium, random_per_game
+from sparring.stats import kuhn
 from sparring.types import GenerateRequest, Message
 
 

@@ -1,4 +1,5 @@
-"""Kuhn Poker's theory, for its scripted players and for scoring a learnt strategy.
+"""Kuhn Poker's theory (foundations: pure arithmetic over strategies, below the games so both the
+scripted players and the learning suite use it), for its scripted players and for scoring a learnt strategy.
 
 Kuhn Poker as Kuhn (1950) defines it (sparring's `KuhnPokerBets-v0`: ante 1, one bet of 1, three
 cards J < Q < K, one hand): the first to act has 6 decisions (a card x {first to act, after check
