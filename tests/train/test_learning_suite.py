@@ -272,3 +272,11 @@ def test_the_dpo_precheck_overrides_a_design_and_its_loop_samples_at_the_given_t
     assert config.iterations == 2 and config.train.learning_rate == 5e-5 and config.check.instances == 8
     plain = precheck.design("debate-dpo", "quick", precheck.build_parser().parse_args(["--output", str(tmp_path)]))
     assert plain.check and plain.sizes["quick"]["check"] == 1 and plain.temperature == 0.9
+
+
+def test_an_experiment_missing_its_extra_names_the_install_command():
+    from sparring.learning.extras import require_extra
+
+    require_extra("x", "yaml", "dev", "PyYAML")  # present: nothing happens
+    with pytest.raises(SparringError, match=r"textarena-kuhn needs TextArena: pip install 'sparring\[textarena\]'"):
+        require_extra("textarena-kuhn", "no_such_module_here", "textarena", "TextArena")

@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 from sparring.learning.arms import AS_MEASURED, Measured, run_arm
 from sparring.learning.context import Context, Played
+from sparring.learning.extras import require_extra
 from sparring.learning.registry import experiment
 from sparring.learning.report import plot_training, training_panels
 from sparring.learning.results import Experiment, Stage, mean, rate
@@ -158,12 +160,17 @@ def evaluate(ctx: Context, model: str, name: str, size: dict[str, Any]) -> tuple
             per, played)
 
 
-def _measure(ctx: Context, alias: str, name: str, size: dict[str, Any]) -> Measured:
-    """The held-out hands, paired per (seed, seat), with the moves per card and the scored strategy."""
+def measure(ctx: Context, alias: str, name: str, size: dict[str, Any],
+            strategy_info: Callable[[str, Played], dict[str, Any]] | None = None) -> Measured:
+    """The held-out hands, paired per (seed, seat), with the moves per card and what
+    `strategy_info(alias, played)` says of the strategy (default: the scored strategy at the
+    decisions met)."""
     metrics, per, played = evaluate(ctx, alias, name, size)
+    extra = (strategy_info(alias, played) if strategy_info
+             else {"strategy": scored_strategy(ctx, alias, played.records)})
     return Measured(metrics, {"payoff per hand": per}, played.walls("heldout"),
                     sorted({r.instance_id for r in played.records}),
-                    {"moves_by_card": moves_by_card(played.records), "strategy": scored_strategy(ctx, alias, played.records)})
+                    {"moves_by_card": moves_by_card(played.records), **extra})
 
 
 def warm_start(ctx: Context, size: dict[str, Any], demonstrator: str = TRAIN_OPPONENT,
@@ -215,19 +222,13 @@ def arm_config(ctx: Context, size: dict[str, Any], start: str, arm: str,
 
 @experiment("textarena-kuhn")
 def run(ctx: Context) -> Experiment:
-    from sparring.errors import SparringError
-
-    try:
-        import textarena  # noqa: F401
-    except ImportError:
-        raise SparringError("textarena-kuhn needs TextArena: pip install 'sparring[textarena]'") from None
+    require_extra("textarena-kuhn", "textarena", "textarena", "TextArena")
     size = SIZES[ctx.size]
     begin = time.perf_counter()
-    t = time.perf_counter()
     warm, warm_info, demos = warm_start(ctx, size)
-    warm_s = time.perf_counter() - t
+    warm_s = time.perf_counter() - begin
     start_alias = ctx.register("kuhn-start", warm)
-    start = _measure(ctx, start_alias, "kuhn-start", size)
+    start = measure(ctx, start_alias, "kuhn-start", size)
     exp = Experiment(name="textarena-kuhn", description="TextArena Kuhn Poker, one hand a game: from one SFT start, "
                      "GRPO against a random legal player, self-play with a running baseline per role (RAE) and "
                      "self-play without it; held-out seeds against a fixed card rule no arm trained against.",
@@ -239,7 +240,7 @@ def run(ctx: Context) -> Experiment:
     per_arm: dict[str, dict[str, list[Any]]] = {}
     for k, arm in enumerate(ARMS, start=1):
         result = run_arm(ctx, exp, f"kuhn-{arm}", arm_config(ctx, size, warm, arm),
-                         partial(_measure, ctx, name=f"kuhn-{arm}", size=size),
+                         partial(measure, ctx, name=f"kuhn-{arm}", size=size),
                          stage=arm, step=k, start=start, info={"steps": size["steps"]})
         per_arm[arm] = result.curves()
     plot_training(per_arm, ctx.out / "curves" / "textarena-kuhn-training.png", TRAINING_PANELS)

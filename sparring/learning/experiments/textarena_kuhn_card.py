@@ -21,7 +21,7 @@ import time
 from functools import partial
 from typing import Any
 
-from sparring.learning.arms import Measured, run_arm
+from sparring.learning.arms import run_arm
 from sparring.learning.context import Context, Played
 from sparring.learning.experiments.textarena_kuhn import (
     DEMO_START,
@@ -30,11 +30,11 @@ from sparring.learning.experiments.textarena_kuhn import (
     SIZES,
     TRAINING_PANELS,
     arm_config,
-    evaluate,
-    moves_by_card,
+    measure,
     scored_strategy,
     warm_start,
 )
+from sparring.learning.extras import require_extra
 from sparring.learning.registry import experiment
 from sparring.learning.report import plot_training
 from sparring.learning.results import Experiment, Stage
@@ -59,30 +59,18 @@ def full_strategy(ctx: Context, alias: str, demos: Played) -> dict[str, Any]:
     return out
 
 
-def measure(ctx: Context, alias: str, name: str, size: dict[str, Any], demos: Played) -> Measured:
-    """Held-out hands against the card rule (paired per seed and seat), the moves per card, and the
-    whole strategy with its exploitability."""
-    metrics, per, played = evaluate(ctx, alias, name, size)
-    return Measured(metrics, {"payoff per hand": per}, played.walls("heldout"),
-                    sorted({r.instance_id for r in played.records}),
-                    {"moves_by_card": moves_by_card(played.records), **full_strategy(ctx, alias, demos)})
-
-
 @experiment("textarena-kuhn-card")
 def run(ctx: Context) -> Experiment:
-    from sparring.errors import SparringError
-
-    try:
-        import textarena  # noqa: F401
-    except ImportError:
-        raise SparringError("textarena-kuhn-card needs TextArena: pip install 'sparring[textarena]'") from None
+    require_extra("textarena-kuhn-card", "textarena", "textarena", "TextArena")
     size = SIZES[ctx.size]
     begin = time.perf_counter()
-    t = time.perf_counter()
     warm, warm_info, demos = warm_start(ctx, size, demonstrator=DEMONSTRATOR, prefix="kuhn-card")
-    warm_s = time.perf_counter() - t
+    warm_s = time.perf_counter() - begin
+    def strategy_info(alias: str, _heldout: Played) -> dict[str, Any]:  # scored at the demonstrations' decisions
+        return full_strategy(ctx, alias, demos)
+
     start_alias = ctx.register("kuhn-card-start", warm)
-    start = measure(ctx, start_alias, "kuhn-card-start", size, demos)
+    start = measure(ctx, start_alias, "kuhn-card-start", size, strategy_info)
     exp = Experiment(name="textarena-kuhn-card", description="TextArena Kuhn Poker, one hand a game: SFT on Kuhn's "
                      "equilibrium (card-aware), then GRPO against a random player drawn per game and self-play with "
                      "RAE; held-out seeds against a fixed card rule no arm trained against; every policy's exploitability.",
@@ -96,7 +84,7 @@ def run(ctx: Context) -> Experiment:
     for k, arm in enumerate(ARMS, start=1):
         result = run_arm(ctx, exp, f"kuhn-card-{arm}",
                          arm_config(ctx, size, warm, arm, arms=ARMS, opponent=TRAIN_OPPONENT),
-                         partial(measure, ctx, name=f"kuhn-card-{arm}", size=size, demos=demos),
+                         partial(measure, ctx, name=f"kuhn-card-{arm}", size=size, strategy_info=strategy_info),
                          stage=arm, step=k, start=start, info={"steps": size["steps"]})
         per_arm[arm] = result.curves()
     plot_training(per_arm, ctx.out / "curves" / "textarena-kuhn-card-training.png", TRAINING_PANELS)

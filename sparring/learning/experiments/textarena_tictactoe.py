@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from sparring.learning.context import Context, Played
+from sparring.learning.extras import require_extra
 from sparring.learning.registry import experiment
 from sparring.learning.results import Experiment, Stage, mean, rate
 
@@ -132,15 +133,11 @@ def score_games(records: list[Any], agent: str = "policy") -> tuple[dict[str, An
 
 @experiment("textarena-tictactoe")
 def run(ctx: Context) -> Experiment:
-    from sparring.errors import SparringError
     from sparring.learning.loops import Iterations, run_iterations, speed
     from sparring.learning.results import paired
     from sparring.train.loop.driver import Loop
 
-    try:
-        import textarena  # noqa: F401
-    except ImportError:
-        raise SparringError("textarena-tictactoe needs TextArena: pip install 'sparring[textarena]'") from None
+    require_extra("textarena-tictactoe", "textarena", "textarena", "TextArena")
     size = SIZES[ctx.size]
     start = time.perf_counter()
     base_m, base_per, base_played = evaluate(ctx, ctx.label, "tictactoe-base", size)

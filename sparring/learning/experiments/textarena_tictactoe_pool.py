@@ -28,6 +28,7 @@ from sparring.learning.arms import Measured, run_arm
 from sparring.learning.context import Context
 from sparring.learning.experiments import textarena_tictactoe_rl as rl
 from sparring.learning.experiments.textarena_tictactoe import OPPONENT, game_key, match_config, score_games
+from sparring.learning.extras import require_extra
 from sparring.learning.registry import experiment
 from sparring.learning.report import plot_training, training_panels
 from sparring.learning.results import Experiment, Stage, paired, rate
@@ -81,12 +82,7 @@ def measure(ctx: Context, model: str, stage: str, size: dict[str, Any]) -> Measu
 
 @experiment("textarena-tictactoe-pool")
 def run(ctx: Context) -> Experiment:
-    from sparring.errors import SparringError
-
-    try:
-        import textarena  # noqa: F401
-    except ImportError:
-        raise SparringError("textarena-tictactoe-pool needs TextArena: pip install 'sparring[textarena]'") from None
+    require_extra("textarena-tictactoe-pool", "textarena", "textarena", "TextArena")
     size = SIZES[ctx.size]
     begin = time.perf_counter()
     alias, warm_s, warm_info, training = rl.conversation_start(ctx, size)

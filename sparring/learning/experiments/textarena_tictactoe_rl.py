@@ -22,6 +22,7 @@ from sparring.learning.arms import Measured, run_arm
 from sparring.learning.context import Context
 from sparring.learning.experiments.textarena_tictactoe import ENV, MAX_LIVE, OPPONENT, evaluate, warm_start
 from sparring.learning.experiments.textarena_tictactoe import SIZES as EI_SIZES
+from sparring.learning.extras import require_extra
 from sparring.learning.registry import experiment
 from sparring.learning.report import plot_training, training_panels
 from sparring.learning.results import Experiment, Stage
@@ -78,12 +79,7 @@ def _measured(metrics: dict[str, Any], per: dict[str, float], played: Any) -> Me
 
 @experiment("textarena-tictactoe-rl")
 def run(ctx: Context) -> Experiment:
-    from sparring.errors import SparringError
-
-    try:
-        import textarena  # noqa: F401
-    except ImportError:
-        raise SparringError("textarena-tictactoe-rl needs TextArena: pip install 'sparring[textarena]'") from None
+    require_extra("textarena-tictactoe-rl", "textarena", "textarena", "TextArena")
     size = SIZES[ctx.size]
     begin = time.perf_counter()
     alias, warm_s, warm_info, training = conversation_start(ctx, size)
