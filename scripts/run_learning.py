@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--only", default=None, help=f"comma-separated experiments (default all: {','.join(ORDER)})")
     ap.add_argument("--dond-data", default=None, help="the Deal or No Deal human dialogues (data.txt, or a folder "
                     "holding it); default: $SPARRING_DATA_DIR or `sparring data fetch dond-dialogues`")
+    ap.add_argument("--dond-contexts", default=None, help="lm-selfplay's Deal or No Deal scenarios (selfplay.txt, or a "
+                    "folder holding it; dond-selfplay-rl's second held-out set); default: beside --dond-data, "
+                    "$SPARRING_DATA_DIR or `sparring data fetch dond-contexts`")
     return ap
 
 
@@ -56,7 +59,7 @@ def main() -> int:
     if args.output is None:
         parser.error("--output is required (or --compare BEFORE AFTER)")
     only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
-    data = {"dond-dialogues": args.dond_data} if args.dond_data else None
+    data = {k: v for k, v in (("dond-dialogues", args.dond_data), ("dond-contexts", args.dond_contexts)) if v} or None
     try:
         paths = run_suite(args.suite, args.output, only, data=data)
     except SparringError as e:

@@ -16,18 +16,23 @@ def learning(
     output: Path = typer.Option(..., "--output", "-o", help="Output directory: learning.json, learning.md, "
                                 "curves/*.png, models.yaml with every trained adapter as MODEL@STAGE."),
     only: str | None = typer.Option(None, "--only", help="Comma-separated experiments (default: all): "
-                                    "textworld-sft, textworld-sft-data, textworld-rl, textworld-easy-rl, dond-selfplay, dond-selfplay-mutual, dond-rl, trl-dond, debate-dpo, "
+                                    "textworld-sft, textworld-sft-data, textworld-rl, textworld-easy-rl, dond-selfplay, dond-selfplay-mutual, dond-rl, dond-selfplay-rl, trl-dond, debate-dpo, "
                                     "debate-dpo-evidence, debate-dpo-contrast, debate-dpo-contrast-extras, grpo, "
                                     "textarena-tictactoe, textarena-tictactoe-rl, textarena-tictactoe-pool, textarena-kuhn, textarena-kuhn-card, transfer."),
     dond_data: str | None = typer.Option(None, "--dond-data", help="The Deal or No Deal human dialogues (data.txt "
                                          "or a folder holding it); default: $SPARRING_DATA_DIR or `sparring data "
                                          "fetch dond-dialogues`."),
+    dond_contexts: str | None = typer.Option(None, "--dond-contexts", help="lm-selfplay's Deal or No Deal scenarios "
+                                             "(selfplay.txt or a folder holding it; dond-selfplay-rl's second held-out "
+                                             "set). Default: beside --dond-data, $SPARRING_DATA_DIR or `sparring data "
+                                             "fetch dond-contexts`."),
 ) -> None:
     """Train on some instances, measure held-out ones before and after, with 95% intervals."""
     from sparring.learning.suite import run_suite
 
     picked = [x.strip() for x in only.split(",") if x.strip()] if only else None
-    paths = run_suite(suite, output, picked, data={"dond-dialogues": dond_data} if dond_data else None)
+    data = {k: v for k, v in (("dond-dialogues", dond_data), ("dond-contexts", dond_contexts)) if v}
+    paths = run_suite(suite, output, picked, data=data or None)
     typer.echo(f"wrote {paths['json']} and {paths['md']}")
 
 

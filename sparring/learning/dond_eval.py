@@ -11,6 +11,7 @@ policy's own points and the partner's, paired per (scenario, seat).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sparring.learning.context import Context, Played
@@ -59,11 +60,50 @@ def _splits(records: list[Any]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def selfplay(ctx: Context, model: str, name: str, size: dict[str, Any]) -> tuple[dict[str, Estimate], dict, Played]:
-    """The policy against itself on the held-out scenarios: (metrics, per-scenario deal where both
-    score, the run). Metrics: valid actions, agreement, deals where both score, mean reward,
-    Pareto rate, each side's points in deals; the split distribution goes in `info`."""
-    cfg = {"game": "dond", "view": "rendered", "game_args": game_args(size), "dataset": dataset("test", size["heldout"]),
+def contexts(n: int, path: str | Path) -> dict[str, Any]:
+    """lm-selfplay's own scenarios (`selfplay.txt`), one game per scenario, their `test` split: the
+    scenario-level hash split every DoND source shares, so no scenario of it is in any `train`
+    split (the generated scenarios, the human dialogues)."""
+    return {"name": "dond_selfplay", "split": "test", "limit": n, "args": {"dedupe": True, "path": str(path)}}
+
+
+def contexts_file(ctx: Context) -> Path:
+    """Where `selfplay.txt` is: `--dond-contexts`, else beside the dialogues given with `--dond-data`,
+    else $SPARRING_DATA_DIR or `sparring data fetch dond-contexts` (a clear error if nowhere)."""
+    from sparring.datafiles import resolve
+
+    given = ctx.data.get("dond-contexts")
+    dialogues = ctx.data.get("dond-dialogues")
+    if not given and dialogues:
+        folder = Path(dialogues) if Path(dialogues).is_dir() else Path(dialogues).parent
+        given = str(folder) if (folder / "selfplay.txt").is_file() else None
+    return resolve("dond-contexts", given, "--dond-contexts PATH")
+
+
+def side_points(records: list[Any]) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """Each seat's points in every game, 0 without a deal ({player: points a game}), and per game
+    the lower side's points (what the side that gave more kept)."""
+    seats: dict[str, list[float]] = {}
+    low: dict[str, float] = {}
+    for r in records:
+        m = r.outcome.metrics if r.outcome else {}
+        points = m.get("points") or {}
+        got = {p: float(points.get(p, 0)) if m.get("deal") else 0.0 for p in sorted(r.seats)}
+        for p, v in got.items():
+            seats.setdefault(p, []).append(v)
+        low[r.instance_id] = min(got.values()) if got else 0.0
+    return seats, low
+
+
+def selfplay(ctx: Context, model: str, name: str, size: dict[str, Any],
+             data: dict[str, Any] | None = None) -> tuple[dict[str, Estimate], dict, Played]:
+    """The policy against itself on the held-out scenarios (`data`, default the generated test
+    split): (metrics, per-scenario deal where both score, the
+    run). Metrics: valid actions, agreement, deals where both score, mean reward, Pareto rate,
+    each side's points in deals, each seat's mean points (0 without a deal); the split
+    distribution goes in `info`."""
+    cfg = {"game": "dond", "view": "rendered", "game_args": game_args(size),
+           "dataset": data or dataset("test", size["heldout"]),
            "agents": {"policy": {"role": "negotiator", "model": model, "sampling": _sampling(size)}},
            "tournament": {"type": "self_play", "participants": ["policy"]}, "run": {"seed": 0, "max_live": MAX_LIVE}}
     played = ctx.play(cfg, name)
@@ -80,16 +120,20 @@ def selfplay(ctx: Context, model: str, name: str, size: dict[str, Any]) -> tuple
         pareto.append(bool(m.get("pareto_optimal")))
         per[r.instance_id] = float(bool(m.get("scored_both")))
     low, high = _deal_sides(played.records)
+    seats, lower = side_points(played.records)
     return ({"valid_action_rate": mean(valid), "agreement": rate(deal), "mutual_deal_rate": rate(mutual),
              "mean_reward": mean(reward), "pareto_rate": rate(pareto), "deal_points_low": mean(low),
-             "deal_points_high": mean(high)}, per, played)
+             "deal_points_high": mean(high), "lower_side_points": mean(list(lower.values())),
+             **{f"points_{p.lower()}": mean(v) for p, v in seats.items()}}, per, played)
 
 
-def against(ctx: Context, model: str, partner: str, name: str, size: dict[str, Any]) -> tuple[dict, dict, Played]:
-    """The policy against a fixed `partner` (a model alias), each held-out scenario once in each seat:
-    (metrics prefixed `vs_<partner>_`, per (scenario, seat) the policy's points, the run)."""
+def against(ctx: Context, model: str, partner: str, name: str, size: dict[str, Any],
+            data: dict[str, Any] | None = None) -> tuple[dict, dict, Played]:
+    """The policy against a fixed `partner` (a model alias), each held-out scenario (`data`, default
+    the generated test split) once in each seat: (metrics prefixed `vs_<partner>_`, per (scenario,
+    seat) the policy's points, the run)."""
     n = size["partner_heldout"]
-    cfg = {"game": "dond", "view": "rendered", "game_args": game_args(size), "dataset": dataset("test", n),
+    cfg = {"game": "dond", "view": "rendered", "game_args": game_args(size), "dataset": data or dataset("test", n),
            "agents": {"policy": {"role": "negotiator", "model": model, "sampling": _sampling(size)},
                       "partner": {"role": "negotiator", "model": partner,
                                   "sampling": _sampling(size)}},
@@ -118,17 +162,19 @@ def against(ctx: Context, model: str, partner: str, name: str, size: dict[str, A
 
 
 def measure(ctx: Context, model: str, name: str, size: dict[str, Any], partners: bool,
+            selfplay_data: dict[str, Any] | None = None, partner_data: dict[str, Any] | None = None,
             ) -> tuple[dict[str, Estimate], dict[str, dict[str, float]], list[Played], dict[str, Any]]:
-    """Self-play and (with `partners`) both fixed partners: (metrics, per-instance values by
-    comparison — `mutual` in self-play, `vs_fair` / `vs_base` the policy's points —, the runs,
-    info with the split distributions)."""
-    metrics, per, played = selfplay(ctx, model, name, size)
-    pers = {"mutual": per}
+    """Self-play and (with `partners`) both fixed partners, on the generated test split or the
+    given datasets: (metrics, per-instance values by comparison — `mutual` in self-play,
+    `lower_side` the lower side's points there, `vs_fair` / `vs_base` the policy's points —, the
+    runs, info with the split distributions)."""
+    metrics, per, played = selfplay(ctx, model, name, size, selfplay_data)
+    pers = {"mutual": per, "lower_side": side_points(played.records)[1]}
     runs = [played]
     info: dict[str, Any] = {"splits": _splits(played.records)}
     if partners:
         for partner, key in ((FAIR, "fair"), (ctx.label, "base")):
-            m, p, run = against(ctx, model, partner, f"{name}-vs-{key}", size)
+            m, p, run = against(ctx, model, partner, f"{name}-vs-{key}", size, partner_data)
             metrics.update(m)
             pers[f"vs_{key}"] = p
             runs.append(run)

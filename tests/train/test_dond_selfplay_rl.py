@@ -1,0 +1,90 @@
+"""dond-selfplay-rl's pieces: both arms are valid online configs (self-play, a baseline per seat,
+the arm's objective), lm-selfplay's scenarios are found beside the dialogues and their test split
+shares no scenario with any training split, and each seat's points are read from the records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from sparring.errors import SparringError
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "dond"
+
+
+@pytest.mark.parametrize("size", ["quick", "full"])
+def test_both_arms_are_self_play_configs_with_a_baseline_per_seat(tmp_path, size):
+    from sparring.learning.context import Context
+    from sparring.learning.experiments import dond_selfplay_rl as exp
+    from sparring.train.online.config import OnlineConfig
+
+    ctx = Context(out=tmp_path, size=size, model="smollm2-135m", label="smollm2-135m")
+    configs = {arm: OnlineConfig.model_validate(exp.arm_config(ctx, exp.SIZES[size], str(tmp_path / "start"), arm))
+               for arm in exp.ARMS}
+    for cfg in configs.values():
+        assert cfg.opponents.mode == "self_play" and cfg.baseline == "rae" and cfg.seats == [0, 1]
+        assert cfg.reward_scale == "batch"
+        assert cfg.adapter == str(tmp_path / "start") and cfg.engine == "sparring"
+        assert cfg.experiment["dataset"]["split"] == "train"
+        assert cfg.experiment["tournament"] == {"type": "self_play", "participants": ["learner"]}
+    assert configs["self"].experiment["game_args"]["objective"] == "self"
+    assert configs["lambda"].experiment["game_args"]["objective"] == "lambda"
+    assert configs["lambda"].experiment["game_args"]["lam"] == 0.5
+    # the arms differ only in the reward
+    strip = [{**c.experiment, "game_args": {k: v for k, v in c.experiment["game_args"].items()
+                                            if k not in ("objective", "lam")}} for c in configs.values()]
+    assert strip[0] == strip[1]
+
+
+def test_selfplay_txt_is_found_beside_the_dialogues_or_named_or_refused_clearly(tmp_path, monkeypatch):
+    from sparring.learning.context import Context
+    from sparring.learning.dond_eval import contexts_file
+
+    monkeypatch.setenv("SPARRING_DATA_DIR", str(tmp_path / "nowhere"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    folder = tmp_path / "dond"
+    folder.mkdir()
+    (folder / "data.txt").write_text("x\n")
+    (folder / "selfplay.txt").write_text("1 0 1 1 3 3\n")
+    beside = Context(out=tmp_path, size="quick", model="m", label="m", data={"dond-dialogues": str(folder / "data.txt")})
+    assert contexts_file(beside) == folder / "selfplay.txt"
+    named = Context(out=tmp_path, size="quick", model="m", label="m", data={"dond-contexts": str(folder)})
+    assert contexts_file(named) == folder / "selfplay.txt"
+    (folder / "selfplay.txt").unlink()
+    with pytest.raises(SparringError, match="--dond-contexts"):
+        contexts_file(beside)
+
+
+@pytest.mark.skipif(not (SHARED / "selfplay.txt").is_file(), reason="needs ../shared/data/dond")
+def test_the_selfplay_txt_held_out_scenarios_are_no_training_scenario():
+    """The held-out set's config, loaded as the engine loads it: its scenarios (by content, both
+    seat orders) appear in neither the generated training split nor the dialogues' training split."""
+    from sparring.games.negotiation.sources import load_instances
+    from sparring.learning.dond_eval import contexts, dataset
+
+    held = contexts(200, SHARED / "selfplay.txt")
+    heldout = load_instances(held["name"], held["args"], split=held["split"], limit=held["limit"])
+    train = dataset("train", 64)
+    generated = load_instances(train["name"], train["args"], split=train["split"], limit=train["limit"])
+    dialogues = load_instances("dond_dialogues", {"path": str(SHARED / "data.txt")}, split="train", limit=256)
+    assert len(heldout) == 200 and len({x.scenario_key() for x in heldout}) == 200  # one game a scenario
+    trained = {x.scenario_key() for x in generated + dialogues}
+    assert len(generated) == 64 and len(dialogues) == 256
+    assert not {x.scenario_key() for x in heldout} & trained
+
+
+def test_each_seats_points_count_zero_without_a_deal():
+    from sparring.learning.dond_eval import side_points
+
+    def record(iid, deal, points):
+        return SimpleNamespace(instance_id=iid, seats={"Player_1": None, "Player_2": None},
+                               outcome=SimpleNamespace(metrics={"deal": deal, "points": points}))
+
+    seats, low = side_points([record("a", True, {"Player_1": 10, "Player_2": 0}),
+                              record("b", True, {"Player_1": 6, "Player_2": 7}),
+                              record("c", False, {"Player_1": 5, "Player_2": 5})])
+    assert seats == {"Player_1": [10.0, 6.0, 0.0], "Player_2": [0.0, 7.0, 0.0]}
+    assert low == {"a": 0.0, "b": 6.0, "c": 0.0}
