@@ -59,8 +59,9 @@ def test_workers_resume_and_record_failures(make_config, runs_dir):
 
 
 def test_a_slow_worker_takes_fewer_episodes(make_config, runs_dir, tmp_path):
-    """Episodes are dealt on demand: a worker slowed down (here: 30 ms per call, by its name)
-    plays fewer of them, instead of holding up the run with an equal share dealt up front."""
+    """Episodes are dealt on demand: a worker slowed down (here: 150 ms per call, by its name; at
+    30 ms a busy machine starting the other worker late could let the slow one take a third) plays
+    fewer of them, instead of holding up the run with an equal share dealt up front."""
     import toy_game
 
     models = tmp_path / "who.yaml"

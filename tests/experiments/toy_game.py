@@ -197,7 +197,7 @@ def which_worker(request) -> str:
 
     name = multiprocessing.current_process().name
     if name.endswith("-0"):
-        time.sleep(0.03)
+        time.sleep(0.15)
     return f"played by {name}"
 
 
