@@ -11,6 +11,7 @@ policy's own points and the partner's, paired per (scenario, seat).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -161,24 +162,26 @@ def against(ctx: Context, model: str, partner: str, name: str, size: dict[str, A
              f"vs_{key}_valid_action_rate": mean(valid)}, per, played)
 
 
-def measure(ctx: Context, model: str, name: str, size: dict[str, Any], partners: bool,
+def measure(ctx: Context, model: str, name: str, size: dict[str, Any], partners: bool | Sequence[str],
             selfplay_data: dict[str, Any] | None = None, partner_data: dict[str, Any] | None = None,
             ) -> tuple[dict[str, Estimate], dict[str, dict[str, float]], list[Played], dict[str, Any]]:
-    """Self-play and (with `partners`) both fixed partners, on the generated test split or the
-    given datasets: (metrics, per-instance values by comparison — `mutual` in self-play,
-    `lower_side` the lower side's points there, `vs_fair` / `vs_base` the policy's points —, the
-    runs, info with the split distributions)."""
+    """Self-play and fixed partners (`partners`: True for both, `fair-negotiator` and the base model
+    `ctx.label`; or the aliases to play), on the generated test split or the given datasets:
+    (metrics, per-instance values by comparison — `mutual` in self-play, `lower_side` the lower
+    side's points there, `vs_fair` / `vs_base` the policy's points —, the runs, info with the split
+    distributions)."""
     metrics, per, played = selfplay(ctx, model, name, size, selfplay_data)
     pers = {"mutual": per, "lower_side": side_points(played.records)[1]}
     runs = [played]
     info: dict[str, Any] = {"splits": _splits(played.records)}
-    if partners:
-        for partner, key in ((FAIR, "fair"), (ctx.label, "base")):
-            m, p, run = against(ctx, model, partner, f"{name}-vs-{key}", size, partner_data)
-            metrics.update(m)
-            pers[f"vs_{key}"] = p
-            runs.append(run)
-            info[f"splits_vs_{key}"] = _splits(run.records)
+    chosen = partners if not isinstance(partners, bool) else ((FAIR, ctx.label) if partners else ())
+    for partner in chosen:
+        key = "fair" if partner == FAIR else "base"
+        m, p, run = against(ctx, model, partner, f"{name}-vs-{key}", size, partner_data)
+        metrics.update(m)
+        pers[f"vs_{key}"] = p
+        runs.append(run)
+        info[f"splits_vs_{key}"] = _splits(run.records)
     return metrics, pers, runs, info
 
 

@@ -19,8 +19,8 @@ arms from the same start, differing only in the reward:
 Every policy (the start, each arm) is measured in the standard game (`objective: self`) on two
 held-out sets — the suite's generated test scenarios and lm-selfplay's own `selfplay.txt`
 scenarios (their test split) — in self-play (deals where both score, each seat's points, the lower
-side's points, Pareto rate, the split histogram) and against `fair-negotiator` and the base model in
-both seats (own points). Both held-out sets are test splits of the scenario-level hash split every
+side's points, Pareto rate, the split histogram) and against `fair-negotiator` in both seats (own
+points); on the generated set also against the base model. Both held-out sets are test splits of the scenario-level hash split every
 DoND source shares, so no held-out scenario is a training one (ids checked in code as well).
 """
 
@@ -34,7 +34,16 @@ from typing import Any
 from sparring.errors import SparringError
 from sparring.learning.arms import Measured, run_arm
 from sparring.learning.context import Context
-from sparring.learning.dond_eval import MAX_LIVE, contexts, contexts_file, dataset, game_args, measure, walls
+from sparring.learning.dond_eval import (
+    FAIR,
+    MAX_LIVE,
+    contexts,
+    contexts_file,
+    dataset,
+    game_args,
+    measure,
+    walls,
+)
 from sparring.learning.registry import experiment
 from sparring.learning.report import plot_training, training_panels
 from sparring.learning.results import Experiment, Stage
@@ -43,8 +52,9 @@ SIZES: dict[str, dict[str, Any]] = {
     "quick": {"train": 4, "heldout": 2, "partner_heldout": 1, "steps": 1, "generations": 2, "prompts": 1,
               "max_errors": 2, "tokens": 16, "max_turns": 4},
     # full: 12 steps of 8 self-play games an arm (16 trained sides a step); each policy plays 32
-    # held-out scenarios of each set in self-play and 24 x 2 seats against each fixed partner
-    "full": {"train": 64, "heldout": 32, "partner_heldout": 24, "steps": 12, "generations": 4, "prompts": 2,
+    # held-out scenarios of each set in self-play and 16 x 2 seats against each fixed partner (an
+    # evaluation of one policy took ~10 min here: three of them and two arms fit the hour)
+    "full": {"train": 64, "heldout": 32, "partner_heldout": 16, "steps": 12, "generations": 4, "prompts": 2,
              "tokens": 32, "max_turns": 8},
 }
 LEARNING_RATE = 2e-4
@@ -79,25 +89,27 @@ def arm_config(ctx: Context, size: dict[str, Any], start: str, arm: str) -> dict
 
 
 def measure_policy(ctx: Context, alias: str, size: dict[str, Any], contexts_path: Path, *, name: str) -> Measured:
-    """Both held-out sets, self-play and both fixed partners; metrics and pairing labels of the
-    second set prefixed `contexts_` / `contexts `."""
+    """Both held-out sets in self-play and against `fair-negotiator`, the generated one also against
+    the base model (its games, full of refused replies, cost the most); metrics and pairing labels
+    of the second set prefixed `contexts_` / `contexts `."""
     metrics: dict[str, Any] = {}
     per: dict[str, dict[str, float]] = {}
     runs: list[Any] = []
     info: dict[str, Any] = {}
-    instances: set[str] = set()
     for which in SETS:
-        sp = sp_partner = None
-        if which == "contexts":
-            sp, sp_partner = contexts(size["heldout"], contexts_path), contexts(size["partner_heldout"], contexts_path)
-        m, p, played, extra = measure(ctx, alias, f"{name}-{which}", size, True, sp, sp_partner)
+        if which == "suite":
+            m, p, played, extra = measure(ctx, alias, f"{name}-{which}", size, (FAIR, ctx.label))
+        else:
+            m, p, played, extra = measure(ctx, alias, f"{name}-{which}", size, (FAIR,),
+                                          contexts(size["heldout"], contexts_path),
+                                          contexts(size["partner_heldout"], contexts_path))
         pre = "" if which == "suite" else "contexts_"
         metrics.update({pre + k: v for k, v in m.items()})
         per.update({(pre.replace("_", " ") + k): v for k, v in p.items()})
         info.update({pre + k: v for k, v in extra.items()})
         runs += played
-        instances |= {r.instance_id for run in played for r in run.records}
-    return Measured(metrics, per, walls(runs), sorted(instances), info)
+    instances = sorted({r.instance_id for run in runs for r in run.records})
+    return Measured(metrics, per, walls(runs), instances, info)
 
 
 @experiment("dond-selfplay-rl")
@@ -134,7 +146,8 @@ def run(ctx: Context) -> Experiment:
                      "beta 0, -0.1 a refused reply, refused replies trained; self: own points; lambda: own + 0.5 x the "
                      "other's (its prompt says so)")
     exp.notes.append(f"held-out, standard game (objective self), T=0.8: {size['heldout']} scenarios of each set in "
-                     f"self-play; {size['partner_heldout']} x 2 seats against fair-negotiator and against the base "
-                     "model; sets: the generated test split, and selfplay.txt's test split (one game a scenario)")
+                     f"self-play and {size['partner_heldout']} x 2 seats against fair-negotiator; the generated set "
+                     f"also {size['partner_heldout']} x 2 seats against the base model; sets: the generated test "
+                     "split, and selfplay.txt's test split (one game a scenario)")
     exp.wall_s = time.perf_counter() - begin
     return exp
