@@ -51,10 +51,10 @@ from sparring.learning.results import Experiment, Stage
 SIZES: dict[str, dict[str, Any]] = {
     "quick": {"train": 4, "heldout": 2, "partner_heldout": 1, "steps": 1, "generations": 2, "prompts": 1,
               "max_errors": 2, "tokens": 16, "max_turns": 4},
-    # full: 12 steps of 8 self-play games an arm (16 trained sides a step); each policy plays 32
+    # full: 10 steps of 8 self-play games an arm (16 trained sides a step); each policy plays 32
     # held-out scenarios of each set in self-play and 16 x 2 seats against each fixed partner (an
     # evaluation of one policy took ~10 min here: three of them and two arms fit the hour)
-    "full": {"train": 64, "heldout": 32, "partner_heldout": 16, "steps": 12, "generations": 4, "prompts": 2,
+    "full": {"train": 64, "heldout": 32, "partner_heldout": 16, "steps": 10, "generations": 4, "prompts": 2,
              "tokens": 32, "max_turns": 8},
 }
 LEARNING_RATE = 2e-4
