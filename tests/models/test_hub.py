@@ -136,6 +136,7 @@ def tensorboard_scalars(root: Path) -> dict[str, int]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # five CLI processes end to end: over 300 s when the machine is busy (a CI beside a training run)
 def test_a_new_user_with_a_hub_model_plays_exports_trains_and_loops_then_works_offline(tmp_path, hub):
     pytest.importorskip("tensorboard")
     import yaml
