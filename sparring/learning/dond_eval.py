@@ -99,10 +99,10 @@ def side_points(records: list[Any]) -> tuple[dict[str, list[float]], dict[str, f
 def selfplay(ctx: Context, model: str, name: str, size: dict[str, Any],
              data: dict[str, Any] | None = None) -> tuple[dict[str, Estimate], dict, Played]:
     """The policy against itself on the held-out scenarios (`data`, default the generated test
-    split): (metrics, per-scenario deal where both score, the
-    run). Metrics: valid actions, agreement, deals where both score, mean reward, Pareto rate,
-    each side's points in deals, each seat's mean points (0 without a deal); the split
-    distribution goes in `info`."""
+    split): (metrics, per-scenario deal where both score, the run). Metrics: valid actions,
+    agreement, deals where both score, mean reward, Pareto rate, each side's points in deals, each
+    seat's mean points and the lower side's (0 without a deal); the split distribution goes in
+    `info`."""
     cfg = {"game": "dond", "view": "rendered", "game_args": game_args(size),
            "dataset": data or dataset("test", size["heldout"]),
            "agents": {"policy": {"role": "negotiator", "model": model, "sampling": _sampling(size)}},

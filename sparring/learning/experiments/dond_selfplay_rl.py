@@ -12,16 +12,19 @@ arms from the same start, differing only in the reward:
 
 - `self`: each side's own points (lm-selfplay's semi-competitive game, the game every other DoND
   experiment plays);
-- `lambda`: own points plus half the other side's (`objective: lambda`, lam 0.5): a deal where both
-  score is worth more to the pair than one side taking everything. Its games state that score in
-  the system prompt (the game's own objective sentence); it is measured in the standard game.
+- `lambda`: own points plus half the other side's (`objective: lambda`, lam 0.5): an integrative
+  deal (both sides above half the pool's worth) pays the pair more than one side taking everything,
+  though a capitulation still pays the side that gives in half the taker's points (the first run
+  found that this entrenches capitulation: docs/learning/dond-selfplay.md). Its games state that
+  score in the system prompt (the game's own objective sentence); it is measured in the standard game.
 
 Every policy (the start, each arm) is measured in the standard game (`objective: self`) on two
 held-out sets — the suite's generated test scenarios and lm-selfplay's own `selfplay.txt`
 scenarios (their test split) — in self-play (deals where both score, each seat's points, the lower
 side's points, Pareto rate, the split histogram) and against `fair-negotiator` in both seats (own
-points); on the generated set also against the base model. Both held-out sets are test splits of the scenario-level hash split every
-DoND source shares, so no held-out scenario is a training one (ids checked in code as well).
+points); on the generated set also against the base model. Both held-out sets are test splits of
+the scenario-level hash split every DoND source shares, so no held-out scenario is a training one
+(ids checked in code as well).
 """
 
 from __future__ import annotations
