@@ -1,7 +1,8 @@
 """Credit below the episode and PPO: GAE and returns against hand computations; per-step rewards add
 up to the outcome; PPO trains exactly the sampled tokens; in a two-turn game where only the second
 reply changes the reward the first turn's credit is the second's discounted (zero with λ = 0);
-GRPO's turn option gives each turn its own group-normalised return; a PPO run checkpoints, keeps
+GRPO's turn option gives each turn its own group-normalised return (against the group's turns or
+those at its turn number) and, on sparring's trainer, keeps an extending game one sequence; a PPO run checkpoints, keeps
 its best held-out adapter and, resumed, reproduces the steps it would have taken."""
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from sparring.train.online.credit import gae, group_normalised, returns_to_go, turn_rewards, whiten
+from sparring.train.online.credit import (
+    gae,
+    group_normalised,
+    index_normalised,
+    returns_to_go,
+    turn_rewards,
+    whiten,
+)
 
 from . import two_turn_game  # noqa: F401  (registers the game "two_turn")
 
@@ -37,6 +45,21 @@ def test_gae_and_returns_match_a_hand_computation():
     assert (a, b, c) == pytest.approx((-1.2247, 1.2247, 0.0), abs=1e-3)
     assert group_normalised([[1.0], [1.0]]) == [[0.0], [0.0]]
     assert sum(whiten([1.0, 2.0, 3.0])) == pytest.approx(0.0)
+
+
+def test_the_turn_index_baseline_measures_each_turn_against_the_same_turn_of_the_other_games():
+    # a game that scores as it goes: the winner's last (decisive) move has a small return-to-go
+    won, lost = returns_to_go([0.4, 0.4, 0.2]), returns_to_go([0.4, 0.0, 0.0])  # [1, .6, .2], [.4, 0, 0]
+    flat = won + lost
+    mean = sum(flat) / 6
+    std = math.sqrt(sum((v - mean) ** 2 for v in flat) / 6)
+    by_group, by_index = group_normalised([won, lost]), index_normalised([won, lost])
+    assert by_group[0][2] == pytest.approx((0.2 - mean) / (std + 1e-4))  # 0.2 < the mean over all turns
+    assert by_group[0][2] < 0  # the group baseline pushes the winning move down
+    scaled = [x / (std + 1e-4) for x in (0.3, 0.3, 0.1)]  # each turn against the other game's same turn
+    assert by_index[0] == pytest.approx(scaled) and by_index[1] == pytest.approx([-x for x in scaled])
+    assert index_normalised([[1.0, 2.0, 3.0], [1.0]]) == [[0.0, 0.0, 0.0], [0.0]]  # a turn only one game made: 0
+    assert index_normalised([[], []]) == [[], []] and index_normalised([]) == []
 
 
 def test_turn_rewards_add_up_to_the_outcome():
@@ -136,6 +159,51 @@ def test_grpo_turn_credit_gives_each_turn_its_group_normalised_return(tmp_path):
         assert ep[0] == pytest.approx(ep[1])  # no step reward on turn 1: its return-to-go is the episode's
         if len(set(outcome)) > 1:
             assert (ep[1] > 0) == (reward > sum(outcome) / len(outcome))
+
+
+@pytest.mark.parametrize("turn_baseline", ["group", "turn_index"])
+def test_sparring_grpo_turn_credit_trains_an_extending_game_as_one_sequence(tmp_path, turn_baseline):
+    from sparring.engine.play import Arena
+    from sparring.models.scripted import ScriptedModel
+    from sparring.train.online.launch import load_online
+    from sparring.train.online.rollout import LEARNER
+    from sparring.train.online.trainer.core import OnlineTrainer
+
+    from .test_grpo import dond, partner
+
+    path = two_turn(tmp_path, "grpo", trainer="sparring", credit="turn", turn_baseline=turn_baseline,
+                    num_generations=4, prompts_per_step=2)
+    data = yaml.safe_load(path.read_text())
+    data["experiment"] = {**dond(), "view": "conversation", "run": {"seed": 0, "max_live": 8}}
+    path.write_text(yaml.safe_dump(data))
+    config, file = load_online(str(path))
+    arena = Arena.from_config({"name": config.name, **config.experiment},
+                              models={LEARNER: ScriptedModel(LEARNER), "partner": partner()})
+    try:
+        trainer = OnlineTrainer(config, file, arena, tmp_path / "out")
+        c = trainer.collect(0)
+        turns = sum(len(r) for r in c.rewards.values())
+        assert turns > len(c.items) >= len(c.rewards)  # the conversation's calls share sequences
+        assert any(len(it.turns) > 1 for it in c.items)
+        trainer.advantages(c)
+        normalise = index_normalised if turn_baseline == "turn_index" else group_normalised
+        for group in set(c.groups.values()):
+            keys = [k for k in c.rewards if c.groups[k] == group]
+            for k, adv in zip(keys, normalise([returns_to_go(c.rewards[k]) for k in keys]), strict=True):
+                assert trainer.credit.adv[k] == pytest.approx(adv)
+        # what the loss reads: each trained token carries its own turn's advantage
+        for it in c.items:
+            assert len(it.token_turn) == len(it.positions) and set(it.token_turn) == set(it.turns)
+    finally:
+        arena.close()
+
+
+def test_turn_baseline_is_a_setting_of_grpo_turn_credit(tmp_path):
+    from sparring.errors import SparringError
+    from sparring.train.online.launch import load_online
+
+    with pytest.raises(SparringError, match="turn_baseline"):
+        load_online(str(two_turn(tmp_path, "grpo", trainer="sparring", turn_baseline="turn_index")))
 
 
 @pytest.mark.slow

@@ -60,7 +60,7 @@ def test_the_failure_penalty_is_on_the_training_games_only(tmp_path: Path):
     ctx = Context(out=tmp_path, size="full", model="smollm2-135m", label="smollm2-135m")
     size = te.SIZES["full"]
     _, _, extra = te.ARMS[0]
-    settings = te._settings(ctx, size, extra)
+    settings = te.arm_settings(ctx, size, extra)
     games = settings["experiment"]
     assert games["dataset"]["split"] == "train" and games["game_args"]["failure_penalty"] == size["failure_penalty"] > 0
     assert games["dataset"]["args"]["params"] == te.WORLD
@@ -68,3 +68,22 @@ def test_the_failure_penalty_is_on_the_training_games_only(tmp_path: Path):
     assert settings["trainer"] == "sparring" and settings["learning_rate"] == size["lr"]
     heldout = game_config("x", "dev", size["heldout"], size, {"temperature": 0.0})
     assert "failure_penalty" not in heldout["game_args"] and heldout["dataset"]["split"] == "dev"
+
+
+def test_textworld_turn_rl_credits_each_command_against_the_same_turn_of_its_group(tmp_path: Path):
+    """textworld-turn-rl: textworld-easy-rl's training games and rates, per-step credit measured
+    against the group's commands at the same turn number, a valid online config, more steps."""
+    from sparring.learning.experiments import textworld_turn_rl as tt
+    from sparring.learning.experiments.textworld_rl import arm_config
+    from sparring.train.online.config import OnlineConfig
+
+    ctx = Context(out=tmp_path, size="full", model="smollm2-135m", label="smollm2-135m")
+    size = tt.SIZES["full"]
+    assert size["grpo_steps"] > te.SIZES["full"]["grpo_steps"]
+    assert {k: v for k, v in size.items() if k != "grpo_steps"} == {k: v for k, v in te.SIZES["full"].items()
+                                                                     if k != "grpo_steps"}
+    _, extra = tt.ARM
+    config = OnlineConfig.model_validate(arm_config(ctx, size, "start", "grpo", te.arm_settings(ctx, size, extra)))
+    assert (config.credit, config.turn_baseline, config.engine) == ("turn", "turn_index", "sparring")
+    assert config.max_steps == size["grpo_steps"] and config.experiment["game_args"]["failure_penalty"] > 0
+    assert tt.START == "textworld-easy-rl-start"  # the start textworld-easy-rl registers, reused when present

@@ -82,7 +82,7 @@ def behaviour(records: list[Any]) -> dict[str, Any]:
             "games_that_cooked": cooked, "lost_to_wrong_appliance": sum(wrong), "games": len(records)}
 
 
-def _measure(ctx: Context, alias: str, run: str, size: dict[str, Any]) -> Measured:
+def measure(ctx: Context, alias: str, run: str, size: dict[str, Any]) -> Measured:
     """The held-out games with `alias` (run `run`): metrics, per-game success and score, behaviour."""
     m, scores, played = evaluate(ctx, alias, run, size["heldout"], size)
     success = {r.instance_id: float(bool(r.outcome.metrics["success"])) for r in played.records if r.outcome}
@@ -95,7 +95,7 @@ TRAINING_PANELS = training_panels("score", {"game/success": "training games won"
                                   shared=("kl", "entropy", "pg_loss", "vf_loss"))
 
 
-def _settings(ctx: Context, size: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+def arm_settings(ctx: Context, size: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     """The arm's online-config keys: this size's rates and groups, and the training games with the
     reward's failure penalty (the held-out games keep the simulator's score as it is)."""
     games = game_config(ctx, size, "train", size["rl_games"], 1.0)
@@ -112,7 +112,7 @@ def run(ctx: Context) -> Experiment:
     gold, rows = gold_rows(ctx, size, f"{NAME}-gold")
     result, sft_s = sft(ctx, rows, size, 0, size["steps"], f"{NAME}-start")
     start, start_alias = str(result.adapter), ctx.register(f"{NAME}-start", result.adapter)
-    start_m = _measure(ctx, start_alias, f"{NAME}-start", size)
+    start_m = measure(ctx, start_alias, f"{NAME}-start", size)
     gold_won = rate([bool(r.outcome and r.outcome.metrics["success"]) for r in gold.records]).value
     exp = Experiment(name=NAME, description="TextWorld cooking in one-room, one-ingredient worlds: LoRA SFT on gold "
                      "games (the start), then online RL from it on training games; the start and each trained "
@@ -127,9 +127,9 @@ def run(ctx: Context) -> Experiment:
     for arm, algorithm, extra in ARMS:
         name = f"{NAME}-{arm}"
         rl_size = {**size, "max_live": size["episodes"]}  # a step's games all in flight
-        settings = _settings(ctx, rl_size, extra)
+        settings = arm_settings(ctx, rl_size, extra)
         trained = run_arm(ctx, exp, name, arm_config(ctx, rl_size, start, algorithm, settings),
-                          partial(_measure, ctx, run=name, size=size),
+                          partial(measure, ctx, run=name, size=size),
                           stage=arm, step=size["ppo_steps" if algorithm == "ppo" else "grpo_steps"], start=start_m,
                           info={"algorithm": algorithm, "settings": {k: v for k, v in settings.items() if k != "experiment"},
                                 "episodes_per_step": size["generations"] * size["prompts"]},

@@ -85,6 +85,12 @@ class OnlineConfig(TuningSettings):
         "episode", description="episode: every token of an episode gets its group-relative episode reward; turn: "
                                "each learner turn gets its return-to-go (its step rewards and what follows), "
                                "normalised over every turn of its group (critic-free turn credit for long games)")
+    turn_baseline: Literal["group", "turn_index"] = Field(
+        "group", description="credit: turn — what a turn's return-to-go is measured against: group: the mean of "
+                             "every turn of its group (an early turn of a game that scores as it goes gains, the "
+                             "last loses); turn_index: the mean of the group's turns at the same turn number (the "
+                             "k-th move of every game of the instance); both divided by the group's std over "
+                             "every turn")
     gamma: float = Field(1.0, ge=0.0, le=1.0, description="turn credit and PPO: discount of later rewards")
     ppo: PPOSettings = Field(default_factory=PPOSettings, description="PPO's settings (algorithm: ppo)")
     sequences_per_episode: int = Field(
@@ -122,6 +128,9 @@ class OnlineConfig(TuningSettings):
         if self.algorithm == "grpo" and self.num_generations < 2 and self.baseline != "rae":
             raise ValueError("GRPO compares the episodes of a group: num_generations must be at least 2 "
                              "(or baseline: rae, a running baseline per role)")
+        if self.turn_baseline != "group" and (self.credit != "turn" or self.algorithm != "grpo"):
+            raise ValueError(f"turn_baseline: {self.turn_baseline} is GRPO's turn credit: set credit: turn "
+                             "(algorithm: grpo) or leave turn_baseline out")
         if self.algorithm == "ppo" and self.trainer == "trl":
             raise ValueError("ppo runs on sparring's trainer (TRL 1.x has no PPO): leave `trainer` out")
         if self.engine == "trl":

@@ -7,7 +7,8 @@ beyond the steps (outcome - sum of step rewards), so a game's turn rewards alway
 episode's reward. From those:
 
 - `returns_to_go`: G_t = r_t + γ G_{t+1} (the critic-free turn credit: normalised within a
-  group of episodes of the same instance, `group_normalised`);
+  group of episodes of the same instance, `group_normalised`; against the group's turns at the
+  same turn number, `index_normalised`);
 - `gae`: generalised advantage estimation over the turns, A_t = Σ_k (γλ)^k δ_{t+k} with
   δ_t = r_t + γ V_{t+1} − V_t and V after the last turn 0; returns R_t = A_t + V_t (the value
   targets).
@@ -62,6 +63,26 @@ def group_normalised(per_episode: Sequence[Sequence[float]], eps: float = 1e-4) 
     mean = sum(flat) / len(flat)
     std = math.sqrt(sum((v - mean) ** 2 for v in flat) / len(flat))
     return [[(v - mean) / (std + eps) for v in ep] for ep in per_episode]
+
+
+def index_normalised(per_episode: Sequence[Sequence[float]], eps: float = 1e-4) -> list[list[float]]:
+    """Each turn's value minus the mean of the group's turns at the same turn number (the k-th move
+    of every episode that made one), divided by the standard deviation over every turn of the group
+    (+ eps). Why: a return-to-go shrinks along a game that scores as it goes (TextWorld), so against
+    one mean over all turns an early turn gains and the last, decisive one loses whatever was
+    played; the k-th turns of games of one instance are the nearest thing to one state a group has.
+    A turn number only one episode reached gets 0. A group whose values are all equal gets zeros."""
+    flat = [v for ep in per_episode for v in ep]
+    if not flat:
+        return [[] for _ in per_episode]
+    mean = sum(flat) / len(flat)
+    std = math.sqrt(sum((v - mean) ** 2 for v in flat) / len(flat))
+    at: dict[int, list[float]] = {}
+    for ep in per_episode:
+        for t, v in enumerate(ep):
+            at.setdefault(t, []).append(v)
+    means = {t: sum(vs) / len(vs) for t, vs in at.items()}
+    return [[(v - means[t]) / (std + eps) for t, v in enumerate(ep)] for ep in per_episode]
 
 
 def whiten(values: Sequence[float], eps: float = 1e-8) -> list[float]:

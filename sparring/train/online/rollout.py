@@ -38,11 +38,11 @@ class EpisodeRollout:
     def __init__(self, arena: Arena, learner_agent: str, tokenizer: Any, num_generations: int,
                  format_penalty: float = 0.0, seed: int = 0, sequences_per_episode: int = 1,
                  train_rejected: bool = False, on_step: Callable[[dict[str, Any]], None] | None = None,
-                 credit: str = "episode", gamma: float = 1.0):
+                 credit: str = "episode", gamma: float = 1.0, turn_baseline: str = "group"):
         self.arena, self.learner_agent, self.tokenizer = arena, learner_agent, tokenizer
         self.num_generations, self.format_penalty, self.seed = num_generations, format_penalty, seed
         self.sequences_per_episode, self.train_rejected, self.on_step = sequences_per_episode, train_rejected, on_step
-        self.credit, self.gamma = credit, gamma
+        self.credit, self.gamma, self.turn_baseline = credit, gamma, turn_baseline
         self.calls = 0
         self.last_records: list[Any] = []
         self._last_jobs: list[Any] = []
@@ -176,8 +176,16 @@ class EpisodeRollout:
 
     def turn_credit(self, records: list[Any], sequences: list[list[Sequence]]) -> list[list[float]]:
         """Turn credit: each sequence (one learner call) gets its return-to-go, normalised over
-        every turn of the group's episodes (failed episodes have no turns)."""
-        from sparring.train.online.credit import group_normalised, returns_to_go, turn_rewards
+        every turn of the group's episodes (`turn_baseline`: against all of them or those at its
+        turn number; failed episodes have no turns)."""
+        from sparring.train.online.credit import (
+            group_normalised,
+            index_normalised,
+            returns_to_go,
+            turn_rewards,
+        )
+
+        normalise = index_normalised if self.turn_baseline == "turn_index" else group_normalised
 
         g = self.num_generations
         returns: list[list[float]] = []
@@ -187,7 +195,7 @@ class EpisodeRollout:
             returns.append([] if reward is None else returns_to_go(turn_rewards(rec, calls, reward), self.gamma))
         out: list[list[float]] = []
         for i in range(0, len(returns), g):
-            out += group_normalised(returns[i:i + g])
+            out += normalise(returns[i:i + g])
         return out
 
     def player_of(self, job: Any) -> str:

@@ -139,11 +139,14 @@ def ppo_credit(items: list[Item], rewards: dict[Key, list[float]], kl: dict[Key,
 
 
 def grpo_credit(rewards: dict[Key, list[float]], groups: dict[Key, int], baselines: Baselines, credit: str,
-                gamma: float) -> Credit:
+                gamma: float, turn_baseline: str = "group") -> Credit:
     """Every turn of a seat's game gets the seat's advantage (or, with `credit: turn`, its
-    return-to-go normalised over the group's turns); stats: groups without any advantage, the
-    mean absolute advantage, RAE's running baselines."""
-    from sparring.train.online.credit import group_normalised, returns_to_go
+    return-to-go normalised over the group's turns, against all of them or, `turn_baseline:
+    turn_index`, against those at its turn number); stats: groups without any advantage, the mean
+    absolute advantage, RAE's running baselines."""
+    from sparring.train.online.credit import group_normalised, index_normalised, returns_to_go
+
+    normalise = index_normalised if turn_baseline == "turn_index" else group_normalised
 
     adv: dict[Key, list[float]] = {}
     if credit == "turn":
@@ -151,7 +154,7 @@ def grpo_credit(rewards: dict[Key, list[float]], groups: dict[Key, int], baselin
         for k in rewards:
             by_group.setdefault(groups[k], []).append(k)
         for keys in by_group.values():
-            normalised = group_normalised([returns_to_go(rewards[k], gamma) for k in keys])
+            normalised = normalise([returns_to_go(rewards[k], gamma) for k in keys])
             adv.update(zip(keys, normalised, strict=True))
     else:
         episode = {k: sum(r) for k, r in rewards.items()}

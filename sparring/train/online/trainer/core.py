@@ -10,7 +10,8 @@ then, for every trained seat of every game:
    values from a values-only pass (no output layer);
 2. advantages: PPO — each turn's reward minus kl_coef x its KL to the reference, GAE over the
    seat's turns (γ `gamma`, λ `ppo.lam`), optionally whitened; GRPO — the seat's episode reward
-   minus a baseline (`advantages.py`: group, role, or SPIRAL's running per-role baseline);
+   minus a baseline (`advantages.py`: group, role, or SPIRAL's running per-role baseline), or with
+   `credit: turn` each turn's return-to-go against its group's turns (`turn_baseline`);
 3. the loss on exactly the sampled tokens: clipped policy ratio (PPO-clip; on-policy the ratio is 1),
    PPO's clipped value loss x vf_coef, GRPO's KL (k3) x beta, minus ent_coef x entropy. PPO runs
    `ppo.ppo_epochs` passes of minibatches of `ppo.minibatch_size` sequences, an optimizer step each;
@@ -166,8 +167,9 @@ class OnlineTrainer:
             for s in trained:
                 player = players[s]
                 reward = self.rollout.reward(rec, player)
-                seqs = learner_sequences(rec, player, ids, model=LEARNER, train_rejected=self.config.train_rejected,
-                                         split_calls=self.config.credit == "turn")
+                # turn credit too trains an extending game as one sequence: each token carries its
+                # turn's advantage (`Item.token_turn`), so nothing needs a sequence of its own
+                seqs = learner_sequences(rec, player, ids, model=LEARNER, train_rejected=self.config.train_rejected)
                 check_sampled(rec, seqs)
                 if reward is None or not seqs:
                     continue
@@ -249,7 +251,8 @@ class OnlineTrainer:
         if self.is_ppo:
             self.credit = ppo_credit(c.items, c.rewards, kl, self.ppo, self.config.gamma)
         else:
-            self.credit = grpo_credit(c.rewards, c.groups, self.baselines, self.config.credit, self.config.gamma)
+            self.credit = grpo_credit(c.rewards, c.groups, self.baselines, self.config.credit, self.config.gamma,
+                                      self.config.turn_baseline)
         return {**stats, **self.credit.stats}
 
     def _losses(self, batch: list[Item], cost: StepCost) -> tuple[Any, dict[str, Any]]:

@@ -63,7 +63,7 @@ def train_trl(config: OnlineConfig, file: str, arena: Any, out: Path) -> Path:
     rollout = EpisodeRollout(arena, config.learner_agent, tokenizer, config.num_generations,
                              config.format_penalty, config.seed, sequences_per_episode=config.sequences_per_episode,
                              train_rejected=config.train_rejected, on_step=on_step, credit=config.credit,
-                             gamma=config.gamma)
+                             gamma=config.gamma, turn_baseline=config.turn_baseline)
     per_step = config.prompts_per_step * rollout.slots
     if config.prompts_per_step % distributed.world_size():  # each process plays whole groups
         raise SparringError(f"{file}: prompts_per_step = {config.prompts_per_step} groups per step cannot be "
