@@ -27,7 +27,13 @@ from typing import Any
 
 from sparring.learning.arms import Measured, run_arm
 from sparring.learning.context import Context
-from sparring.learning.experiments.textworld_rl import appliance_errors, arm_config, game_config
+from sparring.learning.experiments.textworld_rl import (
+    APPLIANCES,
+    COOK,
+    appliance_errors,
+    arm_config,
+    game_config,
+)
 from sparring.learning.experiments.textworld_sft import SIZES as SFT_SIZES
 from sparring.learning.experiments.textworld_sft import evaluate, gold_rows, sft
 from sparring.learning.registry import experiment
@@ -79,7 +85,27 @@ def behaviour(records: list[Any]) -> dict[str, Any]:
             (verbs if e.meta.get("valid") else invalid)[verb] += 1
     wrong = appliance_errors(records)
     return {"ends": dict(ends), "valid_commands": dict(verbs.most_common()), "invalid_commands": dict(invalid.most_common(8)),
-            "games_that_cooked": cooked, "lost_to_wrong_appliance": sum(wrong), "games": len(records)}
+            "games_that_cooked": cooked, "lost_to_wrong_appliance": sum(wrong), "games": len(records),
+            "first_cook": appliance_choice(records)}
+
+
+def appliance_choice(records: list[Any]) -> dict[str, Any]:
+    """Does the policy read the recipe when it cooks? Over the games whose recipe asks for cooking
+    and that tried to cook: the first appliance tried, by the appliance the recipe asks for, and
+    how many first tries matched it (a policy blind to the recipe matches about a third)."""
+    table: Counter[str] = Counter()
+    tried = matched = 0
+    for r in records:
+        recipe = next((e.content for e in r.events if "Directions:" in e.content), "").lower()
+        wanted = set().union(*(APPLIANCES[v] for v in re.findall(r"(roast|fry|grill) the ", recipe)))
+        first = next((m.group(2) for e in r.events if e.tag == "command"
+                      for m in [COOK.match(e.content.strip().lower())] if m), None)
+        if not wanted or first is None:
+            continue
+        tried += 1
+        matched += first in wanted
+        table[f"{'/'.join(sorted(wanted))} -> {first}"] += 1
+    return {"games": tried, "recipe_appliance": matched, "by_recipe": dict(sorted(table.items()))}
 
 
 def measure(ctx: Context, alias: str, run: str, size: dict[str, Any]) -> Measured:

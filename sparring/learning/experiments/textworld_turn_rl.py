@@ -40,27 +40,45 @@ NAME = "textworld-turn-rl"
 START = f"{easy.NAME}-start"  # the start adapter's stage name, shared with textworld-easy-rl
 ARM = ("grpo-turn", {"trainer": "sparring", "credit": "turn", "turn_baseline": "turn_index", "gamma": 1.0,
                      "baseline": "group", "gradient_checkpointing": False, "save_steps": 1})
-# textworld-easy-rl's sizes; full: 14 steps instead of 10 (a step ~2.6 min alone: the SFT start
-# ~10 min when not reused, two held-out evaluations ~5 min, 14 steps ~37 min)
+# textworld-easy-rl's sizes; full: 14 steps instead of 10 (measured alone: a step ~1.9 min, the SFT
+# start 4 min when not reused, each held-out evaluation 2.4 min; 35.6 min in all)
 SIZES: dict[str, dict[str, Any]] = {"quick": dict(easy.SIZES["quick"]), "full": {**easy.SIZES["full"], "grpo_steps": 14}}
+# textworld-turn-rl-256: the same RL from a start fitted on 4x the gold games (one epoch of 256):
+# the first run's start picked the recipe's appliance at chance (9 of 22 held-out games that cooked)
+# and RL moved its appliance marginal towards the training fold's commonest (the toaster), not its
+# reading of the recipe; textworld-sft-data saw the score grow with the gold games
+NAME_256 = f"{NAME}-256"
+SIZES_256: dict[str, dict[str, Any]] = {"quick": {**SIZES["quick"], "train": 3},
+                                        "full": {**SIZES["full"], "train": 256, "steps": 256}}
 
 
 @experiment(NAME)
 def run(ctx: Context) -> Experiment:
-    size = SIZES[ctx.size]
+    return run_from(ctx, NAME, SIZES[ctx.size], START)
+
+
+@experiment(NAME_256)
+def run_256(ctx: Context) -> Experiment:
+    return run_from(ctx, NAME_256, SIZES_256[ctx.size], f"{NAME_256}-start")
+
+
+def run_from(ctx: Context, name: str, size: dict[str, Any], start_stage: str) -> Experiment:
+    """The experiment `name`: the SFT start `start_stage` (reused when registered, else fitted on
+    `size["train"]` gold games), per-step GRPO from it, both measured on the same held-out games."""
     begin = time.perf_counter()
-    gold, rows = gold_rows(ctx, size, f"{NAME}-gold")  # the start's training games (ids), played again: cheap
-    alias, sft_s, loss = f"{ctx.label}@{START}", 0.0, None
+    gold, rows = gold_rows(ctx, size, f"{name}-gold")  # the start's training games (ids), played again: cheap
+    alias, sft_s, loss = f"{ctx.label}@{start_stage}", 0.0, None
     if alias in ctx.adapters:
         start = ctx.adapters[alias]
     else:
-        result, sft_s = sft(ctx, rows, size, 0, size["steps"], START)
-        start, alias, loss = str(result.adapter), ctx.register(START, result.adapter), result.loss
-    start_m = easy.measure(ctx, alias, f"{NAME}-start", size)
-    exp = Experiment(name=NAME, description="TextWorld cooking in one-room, one-ingredient worlds: GRPO with per-step "
+        result, sft_s = sft(ctx, rows, size, 0, size["steps"], start_stage)
+        start, alias, loss = str(result.adapter), ctx.register(start_stage, result.adapter), result.loss
+    start_m = easy.measure(ctx, alias, f"{name}-start", size)
+    origin = "textworld-easy-rl's SFT start" if start_stage == START else f"an SFT start on {size['train']} gold games"
+    exp = Experiment(name=name, description="TextWorld cooking in one-room, one-ingredient worlds: GRPO with per-step "
                      "credit (each command's return-to-go from the game's score, against the group's commands at the "
-                     "same turn number) from textworld-easy-rl's SFT start; the start and the trained policy play the "
-                     "same held-out dev-fold games greedily.", model=ctx.label, primary="success",
+                     f"same turn number) from {origin}; the start and the trained policy play the same held-out "
+                     "dev-fold games greedily.", model=ctx.label, primary="success",
                      training_ids=sorted({r.instance_id for r in gold.records}), heldout_ids=start_m.instances,
                      target="paired success over the SFT start with its interval above 0; fewer games lost to the "
                             "wrong appliance")
@@ -70,16 +88,16 @@ def run(ctx: Context) -> Experiment:
                                   **start_m.info}))
     ctx.progress(exp)
     arm, extra = ARM
-    name = f"{NAME}-{arm}"
+    run_name = f"{name}-{arm}"
     rl_size = {**size, "max_live": size["episodes"]}  # a step's games all in flight
     settings = easy.arm_settings(ctx, rl_size, extra)
-    trained = run_arm(ctx, exp, name, arm_config(ctx, rl_size, start, "grpo", settings),
-                      partial(easy.measure, ctx, run=name, size=size), stage=arm, step=size["grpo_steps"],
+    trained = run_arm(ctx, exp, run_name, arm_config(ctx, rl_size, start, "grpo", settings),
+                      partial(easy.measure, ctx, run=run_name, size=size), stage=arm, step=size["grpo_steps"],
                       start=start_m, curve_keys=("step", *easy.CURVE_KEYS),
                       info={"algorithm": "grpo", "settings": {k: v for k, v in settings.items() if k != "experiment"},
                             "episodes_per_step": size["generations"] * size["prompts"]})
     curves = trained.curves(("step", *easy.CURVE_KEYS))
-    plot_training({arm: curves}, ctx.out / "curves" / f"{NAME}-training.png", easy.TRAINING_PANELS)
+    plot_training({arm: curves}, ctx.out / "curves" / f"{name}-training.png", easy.TRAINING_PANELS)
     gold_won = rate([bool(r.outcome and r.outcome.metrics["success"]) for r in gold.records]).value
     exp.notes.append(f"start: {'reused' if not sft_s else 'trained'} ({len(rows)} SFT rows from {len(gold.records)} "
                      f"gold games, gold success {gold_won:.2f}); RL on {size['rl_games']} training games, "
