@@ -32,6 +32,9 @@ def test_behaviour_counts_endings_commands_cooking_and_the_wrong_appliance():
     assert b["games_that_cooked"] == 2 and b["lost_to_wrong_appliance"] == 1
     assert b["valid_commands"]["cook"] == 2 and b["valid_commands"]["read"] == 3
     assert b["invalid_commands"] == {"take": 2, "eat": 1}
+    # the recipe roasts: the oven is its appliance; the first game tried it first, the second the stove
+    assert b["first_cook"] == {"games": 2, "recipe_appliance": 1,
+                               "by_recipe": {"oven -> oven": 1, "oven -> stove": 1}}
 
 
 def test_curves_are_read_from_the_step_log_and_drawn(tmp_path: Path):
