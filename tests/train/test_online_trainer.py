@@ -112,6 +112,12 @@ def test_grpo_on_sparrings_trainer_needs_no_scoring_pass_and_reports_where_the_s
         assert 0 < p["cost/training_roof_ratio"] < 5
     text = report.read_text()
     assert "Where the steps went" in text and (tmp_path / "out" / "adapter" / "adapter_config.json").is_file()
+    # every training game is kept, a run directory like any other
+    from sparring.records.reader import read_run
+
+    kept = read_run(tmp_path / "out" / "rollouts")
+    assert len(kept.episodes) + len(kept.failures) == sum(p["episodes"] for p in steps)
+    assert kept.manifest["status"] == "complete" and len({r.id for r in kept.episodes}) == len(kept.episodes)
 
 
 @pytest.mark.slow

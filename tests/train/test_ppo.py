@@ -237,6 +237,12 @@ def test_a_ppo_run_keeps_its_best_checkpoint_and_resumed_reproduces_the_steps(tm
     for a, b in zip(log_a, log_b, strict=True):
         for key in ("reward", "turns", "trained_tokens", "pg_loss", "vf_loss", "kl"):
             assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-7), key
+    # the resumed run replayed step 2 and kept each training game once, as the straight run did
+    from sparring.records.reader import read_run
+
+    kept_a, kept_b = read_run(out_a / "rollouts"), read_run(out_b / "rollouts")
+    assert sorted(r.id for r in kept_a.episodes) == sorted(r.id for r in kept_b.episodes)
+    assert len(kept_a.episodes) + len(kept_a.failures) == sum(p["episodes"] for p in log_a)
     wa, wb = (load_file(str(o / "adapter" / "adapter_model.safetensors")) for o in (out_a, out_b))
     assert all(torch.allclose(wa[k], wb[k], atol=1e-6) for k in wa)
     with pytest.raises(TrainingStopped):

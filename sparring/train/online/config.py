@@ -118,6 +118,10 @@ class OnlineConfig(TuningSettings):
     logging_steps: int = 1
     vllm: VLLMSettings | None = Field(None, description="learner rollouts on TRL's vLLM (GPU only); none: the "
                                                         "trainer's own model generates")
+    keep_rollouts: bool = Field(True, description="sparring's trainer: append every training game to OUT/rollouts, "
+                                "a run directory like any other (read, export, replay, view it); a resumed run "
+                                "replays its steps after the checkpoint and stores each game once. false: only "
+                                "the step log")
     save_steps: int = Field(10, ge=0, description="checkpoint every N steps (0: only when max_minutes stops it); "
                                                   "a rerun resumes from the last one")
     save_total_limit: int = Field(2, ge=1)

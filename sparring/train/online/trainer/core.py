@@ -116,6 +116,7 @@ class OnlineTrainer:
         self.best: dict[str, Any] | None = None
         self.roof = 0.0  # training roof tokens/s, probed by the run
         self.credit = Credit()
+        self.rollout_store: Any = None  # a RunStore that keeps every training game (`keep_rollouts`)
         self.max_positions = positions_per_forward(config.micro_batch_tokens, model, self.device, self.console)
 
     @property
@@ -153,7 +154,7 @@ class OnlineTrainer:
         self.model.set_adapter("default")
         merge = self.config.merge_rollout and self.config.opponents.mode != "league"  # leagues switch adapters
         with merged_adapter(self.model, self.learner.clear_prefix_cache) if merge else nullcontext():
-            c.records = self.arena.play([job for job, _, _ in planned])
+            c.records = self.arena.play([job for job, _, _ in planned], store=self.rollout_store)
         self.model.set_adapter("default")  # league games switch adapters; train the learner's
         players = self.arena.exp.seat_players
 

@@ -19,6 +19,7 @@ from sparring.train.online.trainer.core import OnlineTrainer
 from sparring.train.step_cost import StepCost, line, total
 
 EVAL_LOG = "eval.jsonl"
+ROLLOUTS = "rollouts"  # every training game, a run directory (`keep_rollouts`)
 
 
 def log_name(config: OnlineConfig) -> str:
@@ -46,6 +47,7 @@ def step_line(p: dict[str, Any], algorithm: str = "ppo") -> str:
 
 def train_online(config: OnlineConfig, file: str, arena: Any, out: Path, console: Console | None = None) -> Path:
     """The whole run: steps, evaluations, checkpoints, the report; resumes from OUT/trainer."""
+    from sparring.engine.config import open_store
     from sparring.engine.play import Arena
     from sparring.gameapi.splits import check_disjoint
     from sparring.models.scripted import ScriptedModel
@@ -56,6 +58,9 @@ def train_online(config: OnlineConfig, file: str, arena: Any, out: Path, console
 
     console = console or Console(stderr=True, soft_wrap=True)
     trainer = OnlineTrainer(config, file, arena, out, console)
+    if config.keep_rollouts:
+        trainer.rollout_store = open_store(out / ROLLOUTS, arena.exp.config, redact=arena.pool.redact)
+        trainer.rollout_store.write_manifest(status="running")
     trainer.roof = roof_tokens_per_s(trainer.model)
     log = log_name(config)
     eval_arena = None
@@ -77,6 +82,7 @@ def train_online(config: OnlineConfig, file: str, arena: Any, out: Path, console
     tracked = MetricLog(config.report_to, out, config.run_name or config.name)
     deadline = time.monotonic() + 60 * config.max_minutes if config.max_minutes else None
     prefix = config.algorithm
+    finished = False
     try:
         for step in range(start_step, config.max_steps):
             point = trainer.train_step(step)
@@ -104,10 +110,13 @@ def train_online(config: OnlineConfig, file: str, arena: Any, out: Path, console
                 checkpoint.write(trainer, done)
                 raise TrainingStopped(f"{prefix.upper()} stopped by the time limit after step {done} of "
                                       f"{config.max_steps}; rerun the same command to continue")
+        finished = True
     finally:
         tracked.close()
         if eval_arena is not None:
             eval_arena.close()
+        if trainer.rollout_store is not None:
+            trainer.rollout_store.close(status="complete" if finished else "interrupted")
     checkpoint.save(trainer, out / "adapter")
     return online_report(out, config, trainer.best, trainer.roof)
 
