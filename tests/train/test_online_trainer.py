@@ -193,9 +193,9 @@ def test_the_rollout_runs_with_the_adapter_merged_and_training_with_it_unmerged(
         merged_while_playing = []
         play = trainer.arena.play
 
-        def spy(jobs):
+        def spy(jobs, **kwargs):
             before = all(m.merged for m in layers)
-            records = play(jobs)  # nothing in the generation path unmerged it
+            records = play(jobs, **kwargs)  # nothing in the generation path unmerged it
             merged_while_playing.append(before and all(m.merged for m in layers))
             return records
 

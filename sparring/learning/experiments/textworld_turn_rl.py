@@ -43,23 +43,9 @@ ARM = ("grpo-turn", {"trainer": "sparring", "credit": "turn", "turn_baseline": "
 # textworld-easy-rl's sizes; full: 14 steps instead of 10 (measured alone: a step ~1.9 min, the SFT
 # start 4 min when not reused, each held-out evaluation 2.4 min; 35.6 min in all)
 SIZES: dict[str, dict[str, Any]] = {"quick": dict(easy.SIZES["quick"]), "full": {**easy.SIZES["full"], "grpo_steps": 14}}
-# textworld-turn-rl-256: the same RL from a start fitted on 4x the gold games (one epoch of 256):
-# the first run's start picked the recipe's appliance at chance (9 of 22 held-out games that cooked)
-# and RL moved its appliance marginal towards the training fold's commonest (the toaster), not its
-# reading of the recipe; textworld-sft-data saw the score grow with the gold games
-NAME_256 = f"{NAME}-256"
-SIZES_256: dict[str, dict[str, Any]] = {"quick": {**SIZES["quick"], "train": 3},
-                                        "full": {**SIZES["full"], "train": 256, "steps": 256}}
-
-
 @experiment(NAME)
 def run(ctx: Context) -> Experiment:
     return run_from(ctx, NAME, SIZES[ctx.size], START)
-
-
-@experiment(NAME_256)
-def run_256(ctx: Context) -> Experiment:
-    return run_from(ctx, NAME_256, SIZES_256[ctx.size], f"{NAME_256}-start")
 
 
 def run_from(ctx: Context, name: str, size: dict[str, Any], start_stage: str) -> Experiment:
