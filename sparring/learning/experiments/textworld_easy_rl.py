@@ -28,11 +28,11 @@ from typing import Any
 from sparring.learning.arms import Measured, run_arm
 from sparring.learning.context import Context
 from sparring.learning.experiments.textworld_rl import (
-    APPLIANCES,
     COOK,
     appliance_errors,
     arm_config,
     game_config,
+    recipe_appliances,
 )
 from sparring.learning.experiments.textworld_sft import SIZES as SFT_SIZES
 from sparring.learning.experiments.textworld_sft import evaluate, gold_rows, sft
@@ -96,8 +96,7 @@ def appliance_choice(records: list[Any]) -> dict[str, Any]:
     table: Counter[str] = Counter()
     tried = matched = 0
     for r in records:
-        recipe = next((e.content for e in r.events if "Directions:" in e.content), "").lower()
-        wanted = set().union(*(APPLIANCES[v] for v in re.findall(r"(roast|fry|grill) the ", recipe)))
+        wanted = set().union(*recipe_appliances(r).values())
         first = next((m.group(2) for e in r.events if e.tag == "command"
                       for m in [COOK.match(e.content.strip().lower())] if m), None)
         if not wanted or first is None:

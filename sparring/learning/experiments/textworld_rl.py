@@ -52,6 +52,12 @@ APPLIANCES = {"roast": {"oven"}, "fry": {"stove"}, "grill": {"barbeque", "toaste
 COOK = re.compile(r"cook (.+?) in (?:the )?(oven|stove|toaster|barbeque)\b")
 
 
+def recipe_appliances(record: Any) -> dict[str, set[str]]:
+    """The appliances the recipe (as the game showed it) asks for, by ingredient."""
+    recipe = next((e.content for e in record.events if "Directions:" in e.content), "")
+    return {item.strip(): APPLIANCES[verb] for verb, item in re.findall(r"(roast|fry|grill) the ([a-z ]+)", recipe.lower())}
+
+
 def appliance_errors(records: list[Any]) -> list[bool]:
     """Per game: lost after cooking an ingredient with an appliance that the recipe (as the game
     showed it) does not ask for (roast -> oven, fry -> stove, grill -> barbeque or toaster)."""
@@ -60,10 +66,7 @@ def appliance_errors(records: list[Any]) -> list[bool]:
         flags.append(False)
         if r.outcome and r.outcome.metrics.get("success"):
             continue
-        recipe = next((e.content for e in r.events if "Directions:" in e.content), "")
-        wanted: dict[str, set[str]] = {}
-        for verb, item in re.findall(r"(roast|fry|grill) the ([a-z ]+)", recipe.lower()):
-            wanted[item.strip()] = APPLIANCES[verb]
+        wanted = recipe_appliances(r)
         for e in r.events:
             m = COOK.match(e.content.strip().lower()) if e.tag == "command" else None
             if m and m.group(1).strip() in wanted and m.group(2) not in wanted[m.group(1).strip()]:

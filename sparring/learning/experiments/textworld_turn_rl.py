@@ -43,6 +43,8 @@ ARM = ("grpo-turn", {"trainer": "sparring", "credit": "turn", "turn_baseline": "
 # textworld-easy-rl's sizes; full: 14 steps instead of 10 (measured alone: a step ~1.9 min, the SFT
 # start 4 min when not reused, each held-out evaluation 2.4 min; 35.6 min in all)
 SIZES: dict[str, dict[str, Any]] = {"quick": dict(easy.SIZES["quick"]), "full": {**easy.SIZES["full"], "grpo_steps": 14}}
+
+
 @experiment(NAME)
 def run(ctx: Context) -> Experiment:
     return run_from(ctx, NAME, SIZES[ctx.size], START)
@@ -88,7 +90,8 @@ def run_from(ctx: Context, name: str, size: dict[str, Any], start_stage: str) ->
     exp.notes.append(f"start: {'reused' if not sft_s else 'trained'} ({len(rows)} SFT rows from {len(gold.records)} "
                      f"gold games, gold success {gold_won:.2f}); RL on {size['rl_games']} training games, "
                      f"{size['generations'] * size['prompts']} games a step, {size['grpo_steps']} steps, lr "
-                     f"{size['lr']:g}, beta {size['beta']:g}, credit: turn, turn_baseline: turn_index; mean reward per "
+                     f"{size['lr']:g}, beta {size['beta']:g}, credit: {extra['credit']}, turn_baseline: "
+                     f"{extra['turn_baseline']}; mean reward per "
                      "step: " + ", ".join("n/a" if v is None else f"{v:.2f}" for v in curves["reward"]))
     exp.notes.append("held-out success / score: " + ", ".join(
         f"{s.name} {s.metrics['success'].value:.2f} / {s.metrics['score'].value:.2f}" for s in exp.stages))

@@ -53,15 +53,19 @@ def gae(rewards: Sequence[float], values: Sequence[float], gamma: float = 1.0,
     return advantages, [a + v for a, v in zip(advantages, values, strict=True)]
 
 
+def _mean_std(per_episode: Sequence[Sequence[float]]) -> tuple[float, float]:
+    flat = [v for ep in per_episode for v in ep]
+    mean = sum(flat) / len(flat)
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in flat) / len(flat))
+
+
 def group_normalised(per_episode: Sequence[Sequence[float]], eps: float = 1e-4) -> list[list[float]]:
     """Each value minus the mean over every turn of every episode of the group, divided by their
     standard deviation (+ eps): turns that did better than the group's typical turn get positive
     credit. A group whose values are all equal gets zeros."""
-    flat = [v for ep in per_episode for v in ep]
-    if not flat:
+    if not any(per_episode):
         return [[] for _ in per_episode]
-    mean = sum(flat) / len(flat)
-    std = math.sqrt(sum((v - mean) ** 2 for v in flat) / len(flat))
+    mean, std = _mean_std(per_episode)
     return [[(v - mean) / (std + eps) for v in ep] for ep in per_episode]
 
 
@@ -72,17 +76,21 @@ def index_normalised(per_episode: Sequence[Sequence[float]], eps: float = 1e-4) 
     one mean over all turns an early turn gains and the last, decisive one loses whatever was
     played; the k-th turns of games of one instance are the nearest thing to one state a group has.
     A turn number only one episode reached gets 0. A group whose values are all equal gets zeros."""
-    flat = [v for ep in per_episode for v in ep]
-    if not flat:
+    if not any(per_episode):
         return [[] for _ in per_episode]
-    mean = sum(flat) / len(flat)
-    std = math.sqrt(sum((v - mean) ** 2 for v in flat) / len(flat))
+    _, std = _mean_std(per_episode)
     at: dict[int, list[float]] = {}
     for ep in per_episode:
         for t, v in enumerate(ep):
             at.setdefault(t, []).append(v)
     means = {t: sum(vs) / len(vs) for t, vs in at.items()}
     return [[(v - means[t]) / (std + eps) for t, v in enumerate(ep)] for ep in per_episode]
+
+
+def turn_normalised(per_episode: Sequence[Sequence[float]], baseline: str = "group") -> list[list[float]]:
+    """A group's returns-to-go normalised against `baseline` (`OnlineConfig.turn_baseline`): every
+    turn of the group (`group_normalised`) or its turn number (`index_normalised`)."""
+    return (index_normalised if baseline == "turn_index" else group_normalised)(per_episode)
 
 
 def whiten(values: Sequence[float], eps: float = 1e-8) -> list[float]:

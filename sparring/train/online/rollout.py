@@ -178,14 +178,7 @@ class EpisodeRollout:
         """Turn credit: each sequence (one learner call) gets its return-to-go, normalised over
         every turn of the group's episodes (`turn_baseline`: against all of them or those at its
         turn number; failed episodes have no turns)."""
-        from sparring.train.online.credit import (
-            group_normalised,
-            index_normalised,
-            returns_to_go,
-            turn_rewards,
-        )
-
-        normalise = index_normalised if self.turn_baseline == "turn_index" else group_normalised
+        from sparring.train.online.credit import returns_to_go, turn_normalised, turn_rewards
 
         g = self.num_generations
         returns: list[list[float]] = []
@@ -195,7 +188,7 @@ class EpisodeRollout:
             returns.append([] if reward is None else returns_to_go(turn_rewards(rec, calls, reward), self.gamma))
         out: list[list[float]] = []
         for i in range(0, len(returns), g):
-            out += normalise(returns[i:i + g])
+            out += turn_normalised(returns[i:i + g], self.turn_baseline)
         return out
 
     def player_of(self, job: Any) -> str:

@@ -144,9 +144,7 @@ def grpo_credit(rewards: dict[Key, list[float]], groups: dict[Key, int], baselin
     return-to-go normalised over the group's turns, against all of them or, `turn_baseline:
     turn_index`, against those at its turn number); stats: groups without any advantage, the mean
     absolute advantage, RAE's running baselines."""
-    from sparring.train.online.credit import group_normalised, index_normalised, returns_to_go
-
-    normalise = index_normalised if turn_baseline == "turn_index" else group_normalised
+    from sparring.train.online.credit import returns_to_go, turn_normalised
 
     adv: dict[Key, list[float]] = {}
     if credit == "turn":
@@ -154,7 +152,7 @@ def grpo_credit(rewards: dict[Key, list[float]], groups: dict[Key, int], baselin
         for k in rewards:
             by_group.setdefault(groups[k], []).append(k)
         for keys in by_group.values():
-            normalised = normalise([returns_to_go(rewards[k], gamma) for k in keys])
+            normalised = turn_normalised([returns_to_go(rewards[k], gamma) for k in keys], turn_baseline)
             adv.update(zip(keys, normalised, strict=True))
     else:
         episode = {k: sum(r) for k, r in rewards.items()}

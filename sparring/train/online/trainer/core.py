@@ -9,9 +9,8 @@ then, for every trained seat of every game:
    pass; the reference's only when a KL term is on (PPO `ppo.kl_coef`, GRPO `beta` > 0); PPO's
    values from a values-only pass (no output layer);
 2. advantages: PPO — each turn's reward minus kl_coef x its KL to the reference, GAE over the
-   seat's turns (γ `gamma`, λ `ppo.lam`), optionally whitened; GRPO — the seat's episode reward
-   minus a baseline (`advantages.py`: group, role, or SPIRAL's running per-role baseline), or with
-   `credit: turn` each turn's return-to-go against its group's turns (`turn_baseline`);
+   seat's turns (γ `gamma`, λ `ppo.lam`), optionally whitened; GRPO — the seat's episode reward minus a
+   baseline (`advantages.py`: group, role, SPIRAL's per-role RAE) or (`credit: turn`) each turn's return-to-go;
 3. the loss on exactly the sampled tokens: clipped policy ratio (PPO-clip; on-policy the ratio is 1),
    PPO's clipped value loss x vf_coef, GRPO's KL (k3) x beta, minus ent_coef x entropy. PPO runs
    `ppo.ppo_epochs` passes of minibatches of `ppo.minibatch_size` sequences, an optimizer step each;
@@ -168,8 +167,7 @@ class OnlineTrainer:
             for s in trained:
                 player = players[s]
                 reward = self.rollout.reward(rec, player)
-                # turn credit too trains an extending game as one sequence: each token carries its
-                # turn's advantage (`Item.token_turn`), so nothing needs a sequence of its own
+                # an extending game is one sequence under turn credit too: tokens carry their turn's advantage
                 seqs = learner_sequences(rec, player, ids, model=LEARNER, train_rejected=self.config.train_rejected)
                 check_sampled(rec, seqs)
                 if reward is None or not seqs:
