@@ -18,7 +18,10 @@ from sparring.train.online.credit import (
     gae,
     group_normalised,
     index_normalised,
+    progress_before,
+    progress_normalised,
     returns_to_go,
+    turn_normalised,
     turn_rewards,
     whiten,
 )
@@ -60,6 +63,27 @@ def test_the_turn_index_baseline_measures_each_turn_against_the_same_turn_of_the
     assert by_index[0] == pytest.approx(scaled) and by_index[1] == pytest.approx([-x for x in scaled])
     assert index_normalised([[1.0, 2.0, 3.0], [1.0]]) == [[0.0, 0.0, 0.0], [0.0]]  # a turn only one game made: 0
     assert index_normalised([[], []]) == [[], []] and index_normalised([]) == []
+
+
+def test_the_progress_baseline_measures_each_turn_against_turns_made_at_the_same_score():
+    # two games of one world: one scores at once, one wastes its first command then scores the same
+    fast, slow = [1.0, 1.0], [0.0, 1.0, 1.0]
+    assert progress_before(slow) == [0.0, 0.0, 1.0]
+    by_index = turn_normalised([fast, slow], 1.0, "turn_index")
+    assert by_index[0][1] < 0 < by_index[1][1]  # by turn number the fast game's 2nd score loses to the slow one's 1st
+    undiscounted = turn_normalised([fast, slow], 1.0, "progress")
+    assert undiscounted[1][0] == pytest.approx(0.0, abs=1e-9)  # with gamma 1 a wasted command costs nothing
+    returns = [returns_to_go(fast, 0.9), returns_to_go(slow, 0.9)]  # [1.9, 1], [1.71, 1.9, 1]
+    flat = returns[0] + returns[1]
+    std = math.sqrt(sum((v - sum(flat) / 5) ** 2 for v in flat) / 5)  # over every turn of the group
+    at_zero = (1.9 + 1.71 + 1.9) / 3  # the three turns made with nothing collected yet
+    expected = [[(1.9 - at_zero) / (std + 1e-4), 0.0],
+                [(1.71 - at_zero) / (std + 1e-4), (1.9 - at_zero) / (std + 1e-4), 0.0]]
+    by_progress = turn_normalised([fast, slow], 0.9, "progress")
+    assert by_progress == [pytest.approx(e, abs=1e-6) for e in expected]
+    assert by_progress[1][0] < 0 < by_progress[0][0]  # the wasted command loses to the one that scored at once
+    assert progress_normalised(returns, [[0.0, 1.0], [0.0, 0.0, 1.0]]) == by_progress
+    assert turn_normalised([[], []], 0.9, "progress") == [[], []]
 
 
 def test_turn_rewards_add_up_to_the_outcome():
@@ -161,7 +185,7 @@ def test_grpo_turn_credit_gives_each_turn_its_group_normalised_return(tmp_path):
             assert (ep[1] > 0) == (reward > sum(outcome) / len(outcome))
 
 
-@pytest.mark.parametrize("turn_baseline", ["group", "turn_index"])
+@pytest.mark.parametrize("turn_baseline", ["group", "turn_index", "progress"])
 def test_sparring_grpo_turn_credit_trains_an_extending_game_as_one_sequence(tmp_path, turn_baseline):
     from sparring.engine.play import Arena
     from sparring.models.scripted import ScriptedModel
@@ -186,10 +210,12 @@ def test_sparring_grpo_turn_credit_trains_an_extending_game_as_one_sequence(tmp_
         assert turns > len(c.items) >= len(c.rewards)  # the conversation's calls share sequences
         assert any(len(it.turns) > 1 for it in c.items)
         trainer.advantages(c)
-        normalise = index_normalised if turn_baseline == "turn_index" else group_normalised
+        normalise = {"group": group_normalised, "turn_index": index_normalised,
+                     "progress": lambda rtg: progress_normalised(rtg, [progress_before(c.rewards[k]) for k in keys])}
         for group in set(c.groups.values()):
             keys = [k for k in c.rewards if c.groups[k] == group]
-            for k, adv in zip(keys, normalise([returns_to_go(c.rewards[k]) for k in keys]), strict=True):
+            for k, adv in zip(keys, normalise[turn_baseline]([returns_to_go(c.rewards[k]) for k in keys]),
+                              strict=True):
                 assert trainer.credit.adv[k] == pytest.approx(adv)
         # what the loss reads: each trained token carries its own turn's advantage
         for it in c.items:

@@ -50,9 +50,11 @@ def run(ctx: Context) -> Experiment:
     return run_from(ctx, NAME, SIZES[ctx.size], START)
 
 
-def run_from(ctx: Context, name: str, size: dict[str, Any], start_stage: str) -> Experiment:
+def run_from(ctx: Context, name: str, size: dict[str, Any], start_stage: str,
+             arm_spec: tuple[str, dict[str, Any]] = ARM) -> Experiment:
     """The experiment `name`: the SFT start `start_stage` (reused when registered, else fitted on
-    `size["train"]` gold games), per-step GRPO from it, both measured on the same held-out games."""
+    `size["train"]` gold games), per-step GRPO (`arm_spec`: its name and online settings) from it,
+    both measured on the same held-out games."""
     begin = time.perf_counter()
     gold, rows = gold_rows(ctx, size, f"{name}-gold")  # the start's training games (ids), played again: cheap
     alias, sft_s, loss = f"{ctx.label}@{start_stage}", 0.0, None
@@ -63,10 +65,12 @@ def run_from(ctx: Context, name: str, size: dict[str, Any], start_stage: str) ->
         start, alias, loss = str(result.adapter), ctx.register(start_stage, result.adapter), result.loss
     start_m = easy.measure(ctx, alias, f"{name}-start", size)
     origin = "textworld-easy-rl's SFT start" if start_stage == START else f"an SFT start on {size['train']} gold games"
+    against = {"turn_index": "the group's commands at the same turn number",
+               "progress": "the group's commands made at the same score", "group": "every command of the group"}
     exp = Experiment(name=name, description="TextWorld cooking in one-room, one-ingredient worlds: GRPO with per-step "
-                     "credit (each command's return-to-go from the game's score, against the group's commands at the "
-                     f"same turn number) from {origin}; the start and the trained policy play the same held-out "
-                     "dev-fold games greedily.", model=ctx.label, primary="success",
+                     f"credit (each command's return-to-go from the game's score, gamma {arm_spec[1]['gamma']:g}, "
+                     f"against {against[arm_spec[1]['turn_baseline']]}) from {origin}; the start and the trained "
+                     "policy play the same held-out dev-fold games greedily.", model=ctx.label, primary="success",
                      training_ids=sorted({r.instance_id for r in gold.records}), heldout_ids=start_m.instances,
                      target="paired success over the SFT start with its interval above 0; fewer games lost to the "
                             "wrong appliance")
@@ -75,7 +79,7 @@ def run_from(ctx: Context, name: str, size: dict[str, Any], start_stage: str) ->
                             info={"adapter": start, "reused": not sft_s, "rows": len(rows), "loss": loss,
                                   **start_m.info}))
     ctx.progress(exp)
-    arm, extra = ARM
+    arm, extra = arm_spec
     run_name = f"{name}-{arm}"
     rl_size = {**size, "max_live": size["episodes"]}  # a step's games all in flight
     settings = easy.arm_settings(ctx, rl_size, extra)
@@ -91,7 +95,7 @@ def run_from(ctx: Context, name: str, size: dict[str, Any], start_stage: str) ->
                      f"gold games, gold success {gold_won:.2f}); RL on {size['rl_games']} training games, "
                      f"{size['generations'] * size['prompts']} games a step, {size['grpo_steps']} steps, lr "
                      f"{size['lr']:g}, beta {size['beta']:g}, credit: {extra['credit']}, turn_baseline: "
-                     f"{extra['turn_baseline']}; mean reward per "
+                     f"{extra['turn_baseline']}, gamma {extra['gamma']:g}; mean reward per "
                      "step: " + ", ".join("n/a" if v is None else f"{v:.2f}" for v in curves["reward"]))
     exp.notes.append("held-out success / score: " + ", ".join(
         f"{s.name} {s.metrics['success'].value:.2f} / {s.metrics['score'].value:.2f}" for s in exp.stages))

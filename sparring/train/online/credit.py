@@ -8,7 +8,8 @@ episode's reward. From those:
 
 - `returns_to_go`: G_t = r_t + γ G_{t+1} (the critic-free turn credit: normalised within a
   group of episodes of the same instance, `group_normalised`; against the group's turns at the
-  same turn number, `index_normalised`);
+  same turn number, `index_normalised`; at the same progress, the reward collected before the
+  turn, `progress_normalised`);
 - `gae`: generalised advantage estimation over the turns, A_t = Σ_k (γλ)^k δ_{t+k} with
   δ_t = r_t + γ V_{t+1} − V_t and V after the last turn 0; returns R_t = A_t + V_t (the value
   targets).
@@ -87,10 +88,47 @@ def index_normalised(per_episode: Sequence[Sequence[float]], eps: float = 1e-4) 
     return [[(v - means[t]) / (std + eps) for t, v in enumerate(ep)] for ep in per_episode]
 
 
-def turn_normalised(per_episode: Sequence[Sequence[float]], baseline: str = "group") -> list[list[float]]:
-    """A group's returns-to-go normalised against `baseline` (`OnlineConfig.turn_baseline`): every
-    turn of the group (`group_normalised`) or its turn number (`index_normalised`)."""
-    return (index_normalised if baseline == "turn_index" else group_normalised)(per_episode)
+def progress_normalised(per_episode: Sequence[Sequence[float]], progress: Sequence[Sequence[float]],
+                        eps: float = 1e-4) -> list[list[float]]:
+    """Each turn's value minus the mean of the group's turns made at the same progress (`progress`:
+    the reward a game had collected before that turn, so the same score state of the same
+    instance), divided by the standard deviation over every turn of the group (+ eps). Why: the
+    k-th turns of a group are in different states once one game wastes a command, and against
+    them a slow game's later turns gain because it still has its points to collect; at one score
+    state, with γ < 1, a command that scores now beats one that wastes a turn first. A progress
+    only one turn reached gets 0. A group whose values are all equal gets zeros."""
+    if not any(per_episode):
+        return [[] for _ in per_episode]
+    _, std = _mean_std(per_episode)
+    at: dict[float, list[float]] = {}
+    keys = [[round(p, 6) for p in ps] for ps in progress]
+    for ep, ks in zip(per_episode, keys, strict=True):
+        for v, k in zip(ep, ks, strict=True):
+            at.setdefault(k, []).append(v)
+    means = {k: sum(vs) / len(vs) for k, vs in at.items()}
+    return [[(v - means[k]) / (std + eps) for v, k in zip(ep, ks, strict=True)]
+            for ep, ks in zip(per_episode, keys, strict=True)]
+
+
+def progress_before(rewards: Sequence[float]) -> list[float]:
+    """The reward collected before each turn (0 before the first)."""
+    out, total = [], 0.0
+    for r in rewards:
+        out.append(total)
+        total += r
+    return out
+
+
+def turn_normalised(rewards: Sequence[Sequence[float]], gamma: float = 1.0,
+                    baseline: str = "group") -> list[list[float]]:
+    """A group's turn rewards as advantages: each turn's return-to-go (discount `gamma`) normalised
+    against `baseline` (`OnlineConfig.turn_baseline`): every turn of the group
+    (`group_normalised`), its turn number (`index_normalised`) or its progress, the reward collected
+    before it (`progress_normalised`)."""
+    returns = [returns_to_go(r, gamma) for r in rewards]
+    if baseline == "progress":
+        return progress_normalised(returns, [progress_before(r) for r in rewards])
+    return (index_normalised if baseline == "turn_index" else group_normalised)(returns)
 
 
 def whiten(values: Sequence[float], eps: float = 1e-8) -> list[float]:

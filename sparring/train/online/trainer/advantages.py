@@ -141,10 +141,10 @@ def ppo_credit(items: list[Item], rewards: dict[Key, list[float]], kl: dict[Key,
 def grpo_credit(rewards: dict[Key, list[float]], groups: dict[Key, int], baselines: Baselines, credit: str,
                 gamma: float, turn_baseline: str = "group") -> Credit:
     """Every turn of a seat's game gets the seat's advantage (or, with `credit: turn`, its
-    return-to-go normalised over the group's turns, against all of them or, `turn_baseline:
-    turn_index`, against those at its turn number); stats: groups without any advantage, the mean
-    absolute advantage, RAE's running baselines."""
-    from sparring.train.online.credit import returns_to_go, turn_normalised
+    return-to-go normalised over the group's turns: against all of them, those at its turn number
+    (`turn_baseline: turn_index`) or those at its score state (`progress`)); stats: groups without
+    any advantage, the mean absolute advantage, RAE's running baselines."""
+    from sparring.train.online.credit import turn_normalised
 
     adv: dict[Key, list[float]] = {}
     if credit == "turn":
@@ -152,7 +152,7 @@ def grpo_credit(rewards: dict[Key, list[float]], groups: dict[Key, int], baselin
         for k in rewards:
             by_group.setdefault(groups[k], []).append(k)
         for keys in by_group.values():
-            normalised = turn_normalised([returns_to_go(rewards[k], gamma) for k in keys], turn_baseline)
+            normalised = turn_normalised([rewards[k] for k in keys], gamma, turn_baseline)
             adv.update(zip(keys, normalised, strict=True))
     else:
         episode = {k: sum(r) for k, r in rewards.items()}
