@@ -76,3 +76,32 @@ def test_the_card_experiment_scores_the_whole_strategy_and_its_exploitability(mo
     monkeypatch.setattr(card, "scored_strategy", lambda ctx, alias, records, agent: partial)
     out = card.full_strategy(None, "policy", demos)
     assert out["exploitability"] is None and out["missing_infosets"] == [k for k in kuhn.INFOSETS if k.startswith("J")]
+
+
+def test_a_conversation_view_decision_reads_as_the_rendered_one():
+    """In the conversation view a decision's observation is spread over the prompt's user turns;
+    joined they give the same information set and card as the rendered view's one observation."""
+    import pytest
+
+    pytest.importorskip("textarena")
+    from sparring.engine.play import Arena
+    from sparring.learning.experiments.textarena_kuhn import GAME, moves_by_card, observation
+    from sparring.stats.kuhn import read_infoset
+
+    def play(view: str) -> list:
+        cfg = {"name": f"kuhn-{view}", "game": "textarena", "view": view, "game_args": GAME,
+               "dataset": {"name": "seeds", "split": "test", "args": {"n": 6}},
+               "agents": {"policy": {"role": "player", "model": "textarena-random"},
+                          "opponent": {"role": "player", "model": "textarena-kuhn-rule"}},
+               "tournament": {"type": "custom", "matchups": [["policy", "opponent"]], "flip": True},
+               "run": {"seed": 0}}
+        with Arena.from_config(cfg) as arena:
+            return arena.play(arena.jobs())
+
+    def decisions(records: list) -> list:
+        return [read_infoset(observation(c.messages)) for r in records for c in r.calls if c.op == "generate"]
+
+    grown, rendered = play("conversation"), play("rendered")
+    assert any(len(c.messages) > 2 for r in grown for c in r.calls)  # some hands took a second decision
+    assert decisions(grown) == decisions(rendered) and None not in decisions(grown)
+    assert moves_by_card(grown) == moves_by_card(rendered) and "?" not in moves_by_card(grown)

@@ -19,6 +19,9 @@ Every policy plays held-out seeds (TextArena's test range, disjoint from every t
 from both seats against `textarena-kuhn-rule`, a fixed card rule no arm trained against, greedily:
 the mean payoff per hand (bootstrap), paired per (seed, seat) against the start, and what each
 policy does with each card (from the records).
+Since 2026-12-04 the experiment plays and trains in the conversation view (issue #59: a player's
+prompt is a chat that only grows, a hand one training sequence); the warm start is also fitted in
+the rendered view and both starts play the same held-out hands (`start-rendered`, paired).
 """
 
 from __future__ import annotations
@@ -34,10 +37,11 @@ from sparring.learning.context import Context, Played
 from sparring.learning.extras import require_extra
 from sparring.learning.registry import experiment
 from sparring.learning.report import plot_training, training_panels
-from sparring.learning.results import Experiment, Stage, mean, rate
+from sparring.learning.results import Experiment, Stage, mean, paired, rate
 from sparring.stats.kuhn import read_infoset
 
 ENV = "KuhnPokerBets-v0"
+VIEW = "conversation"  # textarena-kuhn's view (issue #59; its runs before 2026-12-04 were rendered: the page)
 GAME = {"env_id": ENV, "env_kwargs": {"max_rounds": 1}, "reward": "chips"}
 SIZES: dict[str, dict[str, Any]] = {
     "quick": {"demos": 4, "demo_steps": 1, "train": 8, "heldout": 2, "steps": 1, "generations": 2, "prompts": 1,
@@ -65,8 +69,20 @@ def _seeds(split: str, n: int, start: int = 0) -> dict[str, Any]:
     return {"name": "seeds", "split": split, "args": {"n": n, "start": start}}
 
 
+def view(size: dict[str, Any]) -> str:
+    """The player's view a size plays in: `textarena-kuhn`'s own runs set it, the experiments that
+    reuse these helpers keep the view their figures were measured in (rendered)."""
+    return str(size.get("view") or "rendered")
+
+
+def observation(messages: list[Any]) -> str:
+    """What the player has been shown of the game so far: the user turns of its prompt (one in the
+    rendered view; in the conversation view each turn appends the observation's new part)."""
+    return "\n".join(m.content for m in messages if getattr(m, "role", "user") == "user")
+
+
 def _heldout(model: str, size: dict[str, Any]) -> dict[str, Any]:
-    return {"game": "textarena", "view": "rendered", "game_args": GAME, "dataset": _seeds("test", size["heldout"]),
+    return {"game": "textarena", "view": view(size), "game_args": GAME, "dataset": _seeds("test", size["heldout"]),
             "agents": {"policy": {"role": "player", "model": model,
                                   "sampling": {"temperature": 0.0, "max_new_tokens": size["tokens"]}},
                        "opponent": {"role": "player", "model": HELDOUT_OPPONENT}},
@@ -89,7 +105,7 @@ def moves_by_card(records: list[Any], agent: str = "policy") -> dict[str, dict[s
         for call in r.calls:
             if call.player not in players or call.op != "generate" or not call.completions:
                 continue
-            cards = _CARD.findall(call.messages[-1].content if call.messages else "")
+            cards = _CARD.findall(observation(call.messages or []))
             found = _MOVE.search(_as_textarena_reads(call.completions[0].text or ""))
             move = found.group(1).lower() if found else "invalid"
             row = out.setdefault(cards[-1] if cards else "?", {})
@@ -113,7 +129,7 @@ def strategy(model: Any, records: list[Any], agent: str | None = "policy") -> di
         for call in r.calls:
             if call.player not in players or call.op != "generate" or not call.messages:
                 continue
-            found = read_infoset(call.messages[-1].content)
+            found = read_infoset(observation(call.messages))
             if found:
                 key = "\n".join(m.content for m in call.messages)
                 prompts.setdefault(found[0], {})[key] = (call.messages, found[1])
@@ -176,22 +192,29 @@ def measure(ctx: Context, alias: str, name: str, size: dict[str, Any],
 def warm_start(ctx: Context, size: dict[str, Any], demonstrator: str = TRAIN_OPPONENT,
                prefix: str = "kuhn") -> tuple[str, dict[str, Any], Played]:
     """SFT on `demonstrator`'s moves in hands against itself (training seeds of their own): a
-    random legal player's here, Kuhn's equilibrium in `textarena-kuhn-card`."""
+    random legal player's here, Kuhn's equilibrium in `textarena-kuhn-card`. In the size's view:
+    the steps train `demo_steps` x 4 moves in either (a conversation-view row holds a player's
+    whole hand, a rendered one a single move)."""
     from sparring.train.config import LoraSettings, TrainSettings
     from sparring.train.export import sft_rows
     from sparring.train.trainers import train_sft
 
-    cfg = {"game": "textarena", "view": "rendered", "game_args": GAME, "dataset": _seeds("train", size["demos"], DEMO_START),
+    shown = view(size)
+    suffix = "" if shown == "rendered" else f"-{shown}"
+    cfg = {"game": "textarena", "view": shown, "game_args": GAME, "dataset": _seeds("train", size["demos"], DEMO_START),
            "agents": {"a": {"role": "player", "model": demonstrator}, "b": {"role": "player", "model": demonstrator}},
            "tournament": {"type": "custom", "matchups": [["a", "b"]], "flip": False},
            "run": {"seed": 0, "max_live": MAX_LIVE}}
-    demos = ctx.play(cfg, f"{prefix}-demonstrations")
+    demos = ctx.play(cfg, f"{prefix}-demonstrations{suffix}")
     rows = sft_rows(demos.records)
-    settings = TrainSettings(model=ctx.model, method="sft", learning_rate=5e-4, max_steps=size["demo_steps"],
+    moves_per_row = sum(int(r["meta"].get("turns", 1)) for r in rows) / max(1, len(rows))
+    steps = max(1, round(size["demo_steps"] / moves_per_row))
+    settings = TrainSettings(model=ctx.model, method="sft", learning_rate=5e-4, max_steps=steps,
                              batch_size=4, max_length=1024, lora=LoraSettings(r=8, alpha=16))
-    result = train_sft(rows, settings, ctx.out / "adapters" / f"{prefix}-warm")
+    result = train_sft(rows, settings, ctx.out / "adapters" / f"{prefix}-warm{suffix}")
     return str(result.adapter), {"rows": result.rows, "steps": result.steps, "loss": result.loss,
-                                 "games": len(demos.records)}, demos
+                                 "games": len(demos.records), "view": shown,
+                                 "moves_per_row": round(moves_per_row, 2)}, demos
 
 
 def arm_config(ctx: Context, size: dict[str, Any], start: str, arm: str,
@@ -202,7 +225,7 @@ def arm_config(ctx: Context, size: dict[str, Any], start: str, arm: str,
     learner = {"role": "player", "model": "learner",
                "sampling": {"temperature": 1.0, "max_new_tokens": size["tokens"]}}
     fixed = opponents["mode"] == "fixed"
-    experiment = {"game": "textarena", "view": "rendered", "game_args": GAME, "dataset": _seeds("train", size["train"]),
+    experiment = {"game": "textarena", "view": view(size), "game_args": GAME, "dataset": _seeds("train", size["train"]),
                   "models_file": str(ctx.models_file.resolve()),
                   "agents": {"learner": learner, **({"opponent": {"role": "player", "model": opponent}}
                                                    if fixed else {})},
@@ -223,12 +246,19 @@ def arm_config(ctx: Context, size: dict[str, Any], start: str, arm: str,
 @experiment("textarena-kuhn")
 def run(ctx: Context) -> Experiment:
     require_extra("textarena-kuhn", "textarena", "textarena", "TextArena")
-    size = SIZES[ctx.size]
+    size = {**SIZES[ctx.size], "view": VIEW}
     begin = time.perf_counter()
     warm, warm_info, demos = warm_start(ctx, size)
     warm_s = time.perf_counter() - begin
     start_alias = ctx.register("kuhn-start", warm)
     start = measure(ctx, start_alias, "kuhn-start", size)
+    # the same warm start fitted in the rendered view, on the same held-out hands: whether the view
+    # changes what the start learns is measured, not assumed
+    rendered = {**size, "view": "rendered"}
+    began = time.perf_counter()
+    warm_r, warm_r_info, _ = warm_start(ctx, rendered)
+    warm_r_s = time.perf_counter() - began
+    start_r = measure(ctx, ctx.register("kuhn-start-rendered", warm_r), "kuhn-start-rendered", rendered)
     exp = Experiment(name="textarena-kuhn", description="TextArena Kuhn Poker, one hand a game: from one SFT start, "
                      "GRPO against a random legal player, self-play with a running baseline per role (RAE) and "
                      "self-play without it; held-out seeds against a fixed card rule no arm trained against.",
@@ -236,6 +266,10 @@ def run(ctx: Context) -> Experiment:
                      training_ids=sorted({r.instance_id for r in demos.records}), heldout_ids=start.instances,
                      target="self-play with RAE above the start: paired payoff-per-hand interval above 0")
     exp.stages.append(Stage("start", 0, start.metrics, {"train": warm_s, **start.walls}, info={**warm_info, **start.info}))
+    exp.stages.append(Stage("start-rendered", 0, start_r.metrics, {"train": warm_r_s, **start_r.walls},
+                            info={**warm_r_info, **start_r.info}))
+    exp.paired["payoff per hand start - start-rendered"] = paired(start_r.per["payoff per hand"],
+                                                                   start.per["payoff per hand"])
     ctx.progress(exp)
     per_arm: dict[str, dict[str, list[Any]]] = {}
     for k, arm in enumerate(ARMS, start=1):
@@ -244,8 +278,11 @@ def run(ctx: Context) -> Experiment:
                          stage=arm, step=k, start=start, info={"steps": size["steps"]})
         per_arm[arm] = result.curves()
     plot_training(per_arm, ctx.out / "curves" / "textarena-kuhn-training.png", TRAINING_PANELS)
-    exp.notes.append(f"start: SFT ({warm_info['steps']} steps) on {warm_info['rows']} moves of {TRAIN_OPPONENT} in "
-                     f"{warm_info['games']} hands against itself (training seeds {DEMO_START}..)")
+    exp.notes.append(f"start: SFT in the {VIEW} view ({warm_info['steps']} steps of 4 rows, "
+                     f"{warm_info['moves_per_row']} moves a row) on {warm_info['rows']} rows of {TRAIN_OPPONENT}'s "
+                     f"moves in {warm_info['games']} hands against itself (training seeds {DEMO_START}..); "
+                     f"start-rendered: the same in the rendered view ({warm_r_info['steps']} steps of 4 moves); "
+                     "every arm plays and trains in the " + VIEW + " view")
     exp.notes.append(f"each arm: {size['steps']} GRPO steps of {size['generations'] * size['prompts']} games "
                      f"(sparring's trainer, lr {LEARNING_RATE}, beta 0, format penalty 0.1 per refused move, refused "
                      "moves trained), "
