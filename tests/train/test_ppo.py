@@ -84,6 +84,8 @@ def test_the_progress_baseline_measures_each_turn_against_turns_made_at_the_same
     assert by_progress[1][0] < 0 < by_progress[0][0]  # the wasted command loses to the one that scored at once
     assert progress_normalised(returns, [[0.0, 1.0], [0.0, 0.0, 1.0]]) == by_progress
     assert turn_normalised([[], []], 0.9, "progress") == [[], []]
+    outcome_only = [[0.0, 0.0, 1.0], [0.0, -1.0]]  # a game scored by its outcome: every turn at progress 0
+    assert turn_normalised(outcome_only, 0.9, "progress") == turn_normalised(outcome_only, 0.9, "group")
 
 
 def test_turn_rewards_add_up_to_the_outcome():

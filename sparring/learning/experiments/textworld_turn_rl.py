@@ -29,12 +29,15 @@ from typing import Any
 
 from sparring.learning.arms import run_arm
 from sparring.learning.context import Context
+from sparring.learning.credit_report import credit_by_action
 from sparring.learning.experiments import textworld_easy_rl as easy
 from sparring.learning.experiments.textworld_rl import arm_config
 from sparring.learning.experiments.textworld_sft import gold_rows, sft
 from sparring.learning.registry import experiment
 from sparring.learning.report import plot_training
 from sparring.learning.results import Experiment, Stage, rate
+from sparring.records.reader import iter_records
+from sparring.train.online.trainer.run import ROLLOUTS
 
 NAME = "textworld-turn-rl"
 START = f"{easy.NAME}-start"  # the start adapter's stage name, shared with textworld-easy-rl
@@ -43,6 +46,17 @@ ARM = ("grpo-turn", {"trainer": "sparring", "credit": "turn", "turn_baseline": "
 # textworld-easy-rl's sizes; full: 14 steps instead of 10 (measured alone: a step ~1.9 min, the SFT
 # start 4 min when not reused, each held-out evaluation 2.4 min; 35.6 min in all)
 SIZES: dict[str, dict[str, Any]] = {"quick": dict(easy.SIZES["quick"]), "full": {**easy.SIZES["full"], "grpo_steps": 14}}
+
+
+# the per-step credit designs compared on an arm's own training games (`credit_by_command` in its stage)
+CREDIT_DESIGNS = {"turn_index, gamma 1": ("turn_index", 1.0), "progress, gamma 0.9": ("progress", 0.9)}
+
+
+def command_labels(record: Any) -> list[str]:
+    """Each command of a TextWorld game by its first two words, `(refused)` when the game did not
+    accept it: `take knife` is the same tokens whether the knife can be taken or not."""
+    return [" ".join(e.content.split()[:2]) + ("" if e.meta.get("valid") else " (refused)")
+            for e in record.events if e.tag == "command"]
 
 
 @experiment(NAME)
@@ -88,6 +102,10 @@ def run_from(ctx: Context, name: str, size: dict[str, Any], start_stage: str,
                       start=start_m, curve_keys=("step", *easy.CURVE_KEYS),
                       info={"algorithm": "grpo", "settings": {k: v for k, v in settings.items() if k != "experiment"},
                             "episodes_per_step": size["generations"] * size["prompts"]})
+    rollouts = trained.out / ROLLOUTS
+    if (rollouts / "episodes.jsonl").exists():  # what each credit design gave each command of the training games
+        exp.stages[-1].info["credit_by_command"] = credit_by_action(
+            list(iter_records(rollouts)), rl_size["episodes"], "player", command_labels, CREDIT_DESIGNS)
     curves = trained.curves(("step", *easy.CURVE_KEYS))
     plot_training({arm: curves}, ctx.out / "curves" / f"{name}-training.png", easy.TRAINING_PANELS)
     gold_won = rate([bool(r.outcome and r.outcome.metrics["success"]) for r in gold.records]).value

@@ -1,0 +1,50 @@
+"""What per-step credit gave each kind of action in an arm's training games.
+
+When an RL arm makes held-out play worse, the first question is what it was trained on: which
+actions the credit pushed up and which down. sparring's trainer keeps every training game
+(`keep_rollouts`); this reads them back and gives, per action label (e.g. a TextWorld command's
+verb and object, accepted or refused), how often it was played and the mean advantage each credit
+design gives it — the design the arm trained with and any other, on the very same games.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sparring.train.online.credit import turn_normalised, turn_rewards
+
+
+def learner_turns(record: Any, player: str) -> tuple[list[int], float]:
+    """The learner's generate calls (indices into `record.calls`) and its outcome reward."""
+    calls = [i for i, c in enumerate(record.calls) if c.player == player and c.op == "generate"]
+    reward = float((record.outcome.rewards if record.outcome else {}).get(player, 0.0))
+    return calls, reward
+
+
+def credit_by_action(records: Sequence[Any], games_per_step: int, player: str,
+                     labels: Callable[[Any], list[str]],
+                     designs: dict[str, tuple[str, float]], top: int = 12) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per design (name -> (turn_baseline, gamma)): the `top` most played action labels with their
+    count, mean advantage and how many of them had an advantage above 0. `records` are the training
+    games in the order they were stored (`games_per_step` a step); a group is a step's games of one
+    instance, as GRPO formed them. `labels(record)` names each learner turn's action, in order."""
+    groups: dict[tuple[int, str], list[Any]] = {}
+    for i, rec in enumerate(records):
+        groups.setdefault((i // games_per_step, rec.instance_id), []).append(rec)
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for name, (baseline, gamma) in designs.items():
+        seen: dict[str, list[float]] = {}
+        for group in groups.values():
+            rewards, names = [], []
+            for rec in group:
+                calls, reward = learner_turns(rec, player)
+                rewards.append(turn_rewards(rec, calls, reward))
+                names.append(labels(rec)[:len(calls)])
+            for advantages, turns in zip(turn_normalised(rewards, gamma, baseline), names, strict=True):
+                for advantage, label in zip(advantages, turns, strict=False):
+                    seen.setdefault(label, []).append(advantage)
+        ranked = sorted(seen.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:top]
+        out[name] = {label: {"n": len(v), "mean": round(sum(v) / len(v), 4), "above_zero": sum(a > 1e-9 for a in v)}
+                     for label, v in ranked}
+    return out

@@ -1,0 +1,37 @@
+"""The credit report of an arm's kept training games: each action label's count and mean advantage
+under each credit design, groups formed as GRPO formed them (a step's games of one instance)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from sparring.learning.credit_report import credit_by_action
+from sparring.learning.experiments.textworld_turn_rl import command_labels
+from sparring.train.online.credit import turn_normalised
+
+
+def game(instance: str, commands: list[tuple[str, bool, float]], outcome: float) -> SimpleNamespace:
+    calls = [SimpleNamespace(player="player", op="generate", step_reward=r) for _, _, r in commands]
+    events = [SimpleNamespace(tag="command", content=c, meta={"valid": ok}) for c, ok, _ in commands]
+    return SimpleNamespace(instance_id=instance, calls=calls, events=events,
+                           outcome=SimpleNamespace(rewards={"player": outcome}))
+
+
+def test_each_command_gets_the_advantage_its_group_gave_it_under_each_design():
+    fast = game("w1", [("take knife", True, 0.5), ("eat meal", True, 0.5)], 1.0)
+    slow = game("w1", [("take knife", False, 0.0), ("open cutlery drawer", True, 0.0), ("take knife", True, 0.5)], 0.5)
+    other = [game("w2", [("look around", True, 0.0)], 0.0), game("w2", [("look around", True, 0.0)], 0.0)]
+    assert command_labels(slow) == ["take knife (refused)", "open cutlery", "take knife"]
+    designs = {"index": ("turn_index", 1.0), "score": ("progress", 0.9)}
+    out = credit_by_action([fast, slow, *other], 2, "player", command_labels, designs)
+    for name, (baseline, gamma) in designs.items():
+        fast_adv, slow_adv = turn_normalised([[0.5, 0.5], [0.0, 0.0, 0.5]], gamma, baseline)
+        knife = [fast_adv[0], slow_adv[2]]
+        assert out[name]["take knife"] == {"n": 2, "mean": pytest.approx(sum(knife) / 2, abs=1e-4),
+                                           "above_zero": sum(a > 1e-9 for a in knife)}
+        assert out[name]["take knife (refused)"]["mean"] == pytest.approx(slow_adv[0], abs=1e-4)
+        assert out[name]["look around"] == {"n": 2, "mean": 0.0, "above_zero": 0}  # its own group: all equal
+    assert out["score"]["take knife (refused)"]["mean"] < 0  # the refused try loses to the one that scored
+    assert list(credit_by_action([fast, slow], 2, "player", command_labels, designs, top=1)["index"]) == ["take knife"]
