@@ -8,8 +8,9 @@ is counted (`invalid_rate`); the episode ends on success, on failure (e.g. the m
 or after `max_steps` commands. Reward = the simulator's normalised score in [0, 1]; each command
 also reports its step reward, the score's change (`Feedback.reward`), which add up to it. With
 `failure_penalty` a game lost by spoiling the meal (e.g. an ingredient cooked with the wrong
-appliance) is rewarded its score minus the penalty, charged to the command that lost it; the
-`score` metric stays the simulator's.
+appliance) is rewarded its score minus the penalty, charged to the command that lost it; with
+`invalid_penalty` each refused command costs that much of the reward, charged to it; the `score`
+metric stays the simulator's.
 
 The simulator's gold path is never shown to the player: while the episode is still on it, the
 next gold command goes to the player's model requests as the private label `gold_action`
@@ -82,6 +83,10 @@ class CookingConfig(Strict):
     failure_penalty: float = Field(0.0, ge=0.0, description="subtracted from the reward (not the score) of a game "
                                    "lost by spoiling the meal, at the command that lost it: RL then ranks a spoiled "
                                    "meal below an unfinished game, which scores about the same")
+    invalid_penalty: float = Field(0.0, ge=0.0, description="subtracted from the reward (not the score) for every "
+                                   "command the game refuses (not valid here, or empty), at that command: per-step "
+                                   "credit then charges a refused command where it was written, whatever the game "
+                                   "scored")
 
 
 def skip_stale_gold(state: CookingState) -> None:
@@ -289,7 +294,8 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
             state.over = True
             state.end = "success" if state.success else "failure" if state.failure else "max_steps"
             state.lease.release()
-        penalty = self.config.failure_penalty if state.failure else 0.0
+        penalty = (self.config.failure_penalty if state.failure else 0.0) + (
+            self.config.invalid_penalty if matched is None else 0.0)
         return Feedback(reward=state.score - before - penalty)  # the step's share of the reward: they add up to it
 
     def _event(self, state: CookingState, player: str, tag: str, content: str, **meta: Any) -> None:
@@ -304,7 +310,7 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
                    "invalid_rate": state.n_invalid / n if n else 0.0, "gold_steps": len(state.gold),
                    "followed_gold": state.on_gold and n > 0, "end": state.end or "unfinished",
                    "fold": state.instance.fold}
-        penalty = self.config.failure_penalty if state.failure else 0.0
+        penalty = (self.config.failure_penalty if state.failure else 0.0) + self.config.invalid_penalty * state.n_invalid
         return Outcome(rewards={PLAYER: state.score - penalty}, metrics=metrics, reason=state.end)
 
     def events(self, state: CookingState) -> list[Event]:

@@ -122,9 +122,12 @@ TRAINING_PANELS = training_panels("score", {"game/success": "training games won"
 
 def arm_settings(ctx: Context, size: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     """The arm's online-config keys: this size's rates and groups, and the training games with the
-    reward's failure penalty (the held-out games keep the simulator's score as it is)."""
+    reward's failure penalty and, where the size sets one, its refused-command penalty (the held-out
+    games keep the simulator's score as it is)."""
     games = game_config(ctx, size, "train", size["rl_games"], 1.0)
     games["game_args"]["failure_penalty"] = size["failure_penalty"]
+    if size.get("invalid_penalty"):
+        games["game_args"]["invalid_penalty"] = size["invalid_penalty"]
     return {"learning_rate": size["lr"], "beta": size["beta"], "num_generations": size["generations"],
             "prompts_per_step": size["prompts"], "micro_batch_size": size["micro_batch"], "experiment": games,
             **extra}

@@ -113,7 +113,9 @@ def run_from(ctx: Context, name: str, size: dict[str, Any], start_stage: str,
                      f"gold games, gold success {gold_won:.2f}); RL on {size['rl_games']} training games, "
                      f"{size['generations'] * size['prompts']} games a step, {size['grpo_steps']} steps, lr "
                      f"{size['lr']:g}, beta {size['beta']:g}, credit: {extra['credit']}, turn_baseline: "
-                     f"{extra['turn_baseline']}, gamma {extra['gamma']:g}; mean reward per "
+                     f"{extra['turn_baseline']}, gamma {extra['gamma']:g}; training games' reward: failure penalty "
+                     f"{size['failure_penalty']:g}, refused-command penalty {size.get('invalid_penalty', 0.0):g}; "
+                     "mean reward per "
                      "step: " + ", ".join("n/a" if v is None else f"{v:.2f}" for v in curves["reward"]))
     exp.notes.append("held-out success / score: " + ", ".join(
         f"{s.name} {s.metrics['success'].value:.2f} / {s.metrics['score'].value:.2f}" for s in exp.stages))

@@ -135,3 +135,19 @@ def test_failure_penalty_lowers_the_reward_of_a_spoiled_meal_not_its_score(tw_ga
     assert game.is_over(state) and out.metrics["failure"] and not out.metrics["success"]
     assert out.rewards["player"] == pytest.approx(out.metrics["score"] - 0.5)
     assert sum(step_rewards) == pytest.approx(out.rewards["player"]) and step_rewards[-1] < 0
+
+
+def test_invalid_penalty_charges_each_refused_command_where_it_was_written(tw_game, tw_instances):
+    """With `invalid_penalty` every refused command (not valid here, or empty) costs that much of the
+    reward at that command; the step rewards still add up to the reward, the score is the simulator's."""
+    game = TextWorldCookingGame(CookingConfig(invalid_penalty=0.05, max_steps=200))
+    game._pools = tw_game._pools
+    state = game.reset(tw_instances[0], seats_for(game), random.Random(0))
+    rewards = [game.act(state, "player", Action(text="fly to the moon")).reward,
+               game.act(state, "player", Action(text="")).reward]
+    assert rewards == [pytest.approx(-0.05), pytest.approx(-0.05)]
+    for command in list(state.gold):  # a refused command changes nothing: the gold path still wins
+        rewards.append(game.act(state, "player", Action(text=command)).reward)
+    out = game.outcome(state)
+    assert out.metrics["success"] and out.metrics["score"] == pytest.approx(1.0) and out.metrics["n_invalid"] == 2
+    assert out.rewards["player"] == pytest.approx(1.0 - 0.1) and sum(rewards) == pytest.approx(out.rewards["player"])
