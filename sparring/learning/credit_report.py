@@ -22,16 +22,18 @@ def learner_turns(record: Any, player: str) -> tuple[list[int], float]:
     return calls, reward
 
 
-def credit_by_action(records: Sequence[Any], games_per_step: int, player: str,
+def credit_by_action(records: Sequence[Any], num_generations: int, player: str,
                      labels: Callable[[Any], list[str]],
                      designs: dict[str, tuple[str, float]], top: int = 12) -> dict[str, dict[str, dict[str, Any]]]:
     """Per design (name -> (turn_baseline, gamma)): the `top` most played action labels with their
-    count, mean advantage and how many of them had an advantage above 0. `records` are the training
-    games in the order they were stored (`games_per_step` a step); a group is a step's games of one
-    instance, as GRPO formed them. `labels(record)` names each learner turn's action, in order."""
-    groups: dict[tuple[int, str], list[Any]] = {}
-    for i, rec in enumerate(records):
-        groups.setdefault((i // games_per_step, rec.instance_id), []).append(rec)
+    count, mean advantage and how many of them had an advantage above 0. `records` are the kept
+    training games, grouped as GRPO grouped them (`num_generations` games of one prompt, from each
+    record's `repeat`). `labels(record)` names each learner turn's action, in order."""
+    from sparring.train.online.trainer.collect import game_group
+
+    groups: dict[tuple[int, int], list[Any]] = {}
+    for rec in records:
+        groups.setdefault(game_group(rec.repeat, num_generations), []).append(rec)
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for name, (baseline, gamma) in designs.items():
         seen: dict[str, list[float]] = {}

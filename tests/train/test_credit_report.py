@@ -12,20 +12,23 @@ from sparring.learning.experiments.textworld_turn_rl import command_labels
 from sparring.train.online.credit import turn_normalised
 
 
-def game(instance: str, commands: list[tuple[str, bool, float]], outcome: float) -> SimpleNamespace:
+def game(instance: str, commands: list[tuple[str, bool, float]], outcome: float, repeat: int) -> SimpleNamespace:
     calls = [SimpleNamespace(player="player", op="generate", step_reward=r) for _, _, r in commands]
     events = [SimpleNamespace(tag="command", content=c, meta={"valid": ok}) for c, ok, _ in commands]
-    return SimpleNamespace(instance_id=instance, calls=calls, events=events,
+    return SimpleNamespace(instance_id=instance, calls=calls, events=events, repeat=repeat,
                            outcome=SimpleNamespace(rewards={"player": outcome}))
 
 
 def test_each_command_gets_the_advantage_its_group_gave_it_under_each_design():
-    fast = game("w1", [("take knife", True, 0.5), ("eat meal", True, 0.5)], 1.0)
-    slow = game("w1", [("take knife", False, 0.0), ("open cutlery drawer", True, 0.0), ("take knife", True, 0.5)], 0.5)
-    other = [game("w2", [("look around", True, 0.0)], 0.0), game("w2", [("look around", True, 0.0)], 0.0)]
+    # step 0's two groups of 2 (prompt 0: w1, prompt 1: w2), stored in the order they finished
+    fast = game("w1", [("take knife", True, 0.5), ("eat meal", True, 0.5)], 1.0, repeat=0)
+    slow = game("w1", [("take knife", False, 0.0), ("open cutlery drawer", True, 0.0), ("take knife", True, 0.5)], 0.5,
+                repeat=1)
+    other = [game("w2", [("look around", True, 0.0)], 0.0, repeat=2), game("w2", [("look around", True, 0.0)], 0.0,
+                                                                            repeat=3)]
     assert command_labels(slow) == ["take knife (refused)", "open cutlery", "take knife"]
     designs = {"index": ("turn_index", 1.0), "score": ("progress", 0.9)}
-    out = credit_by_action([fast, slow, *other], 2, "player", command_labels, designs)
+    out = credit_by_action([other[0], fast, other[1], slow], 2, "player", command_labels, designs)
     for name, (baseline, gamma) in designs.items():
         fast_adv, slow_adv = turn_normalised([[0.5, 0.5], [0.0, 0.0, 0.5]], gamma, baseline)
         knife = [fast_adv[0], slow_adv[2]]

@@ -118,6 +118,14 @@ def test_grpo_on_sparrings_trainer_needs_no_scoring_pass_and_reports_where_the_s
     kept = read_run(tmp_path / "out" / "rollouts")
     assert len(kept.episodes) + len(kept.failures) == sum(p["episodes"] for p in steps)
     assert kept.manifest["status"] == "complete" and len({r.id for r in kept.episodes}) == len(kept.episodes)
+    # each kept game names the GRPO group it was played in: one instance, num_generations games
+    from sparring.train.online.trainer.collect import game_group
+
+    groups: dict = {}
+    for r in kept.episodes:
+        groups.setdefault(game_group(r.repeat, config.num_generations), []).append(r.instance_id)
+    assert {step for step, _ in groups} == set(range(len(steps)))
+    assert all(len(set(ids)) == 1 and len(ids) <= config.num_generations for ids in groups.values())
 
 
 @pytest.mark.slow

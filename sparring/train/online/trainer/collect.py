@@ -15,6 +15,15 @@ def seed_of(*parts: Any) -> int:
     return int(hashlib.sha256(":".join(map(str, parts)).encode()).hexdigest()[:15], 16)
 
 
+STEP_STRIDE = 10_000  # a training game's `repeat`: step * STEP_STRIDE + prompt * num_generations + copy
+
+
+def game_group(repeat: int, num_generations: int) -> tuple[int, int]:
+    """The (step, prompt) group a training game was played in, from its record's `repeat`: how GRPO
+    grouped the kept training games (`keep_rollouts`), whatever order they were stored in."""
+    return repeat // STEP_STRIDE, (repeat % STEP_STRIDE) // num_generations
+
+
 def prompts_for_step(rows: list[dict[str, Any]], per_step: int, step: int, seed: int) -> list[Any]:
     """The prompts of step `step` (0-based): consecutive slices of seeded permutations of the
     dataset, one permutation per pass (epoch) over it."""

@@ -37,7 +37,7 @@ from sparring.errors import SparringError
 from sparring.train.online.config import OnlineConfig
 from sparring.train.online.trainer.advantages import Credit, grpo_credit, ppo_credit, turn_kl
 from sparring.train.online.trainer.budget import positions_per_forward
-from sparring.train.online.trainer.collect import Collected, prompts_for_step, seed_of
+from sparring.train.online.trainer.collect import STEP_STRIDE, Collected, prompts_for_step, seed_of
 from sparring.train.online.trainer.items import Item, items_of
 from sparring.train.online.trainer.losses import token_losses
 from sparring.train.online.trainer.optim import check_tuning, optimizer, schedule
@@ -137,7 +137,7 @@ class OnlineTrainer:
                 seed = derive_seed(self.config.seed, "grpo", step, n, instance_id, seat, copy)
                 seating = self.opponents.seating(seat, random.Random(seed), random.Random(group))
                 job = self.arena.job(instance_id, seating.agents, seed=seed,
-                                     repeat=step * 10_000 + n * self.config.num_generations + copy)
+                                     repeat=step * STEP_STRIDE + n * self.config.num_generations + copy)
                 out.append((job, seating.trained, n))
         return out
 
