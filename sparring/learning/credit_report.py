@@ -34,17 +34,20 @@ def credit_by_action(records: Sequence[Any], num_generations: int, player: str,
     groups: dict[tuple[int, int], list[Any]] = {}
     for rec in records:
         groups.setdefault(game_group(rec.repeat, num_generations), []).append(rec)
+    turns: list[tuple[list[list[float]], list[list[str]]]] = []  # per group: each game's turn rewards, labels
+    for group in groups.values():
+        rewards, names = [], []
+        for rec in group:
+            calls, reward = learner_turns(rec, player)
+            rewards.append(turn_rewards(rec, calls, reward))
+            names.append(labels(rec)[:len(calls)])
+        turns.append((rewards, names))
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for name, (baseline, gamma) in designs.items():
         seen: dict[str, list[float]] = {}
-        for group in groups.values():
-            rewards, names = [], []
-            for rec in group:
-                calls, reward = learner_turns(rec, player)
-                rewards.append(turn_rewards(rec, calls, reward))
-                names.append(labels(rec)[:len(calls)])
-            for advantages, turns in zip(turn_normalised(rewards, gamma, baseline), names, strict=True):
-                for advantage, label in zip(advantages, turns, strict=False):
+        for rewards, names in turns:
+            for advantages, played in zip(turn_normalised(rewards, gamma, baseline), names, strict=True):
+                for advantage, label in zip(advantages, played, strict=False):
                     seen.setdefault(label, []).append(advantage)
         ranked = sorted(seen.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:top]
         out[name] = {label: {"n": len(v), "mean": round(sum(v) / len(v), 4), "above_zero": sum(a > 1e-9 for a in v)}

@@ -7,8 +7,9 @@ slow game's turns gain because its points are still to come, and with gamma 1 a 
 costs almost nothing (in the first step's training games, the same in both runs, invalid commands
 had a mean advantage of -0.07, 1 of 39 above 0; -0.43 with this experiment's credit). Here the
 baseline is the group's commands made with the same reward collected before them (`turn_baseline:
-progress`, one score state of one world) and returns are discounted (gamma 0.9), so at one state a command that scores now beats one that wastes a turn first. The
-rate is a quarter (5e-5), so this run changes two things: a pilot of the new baseline at 2e-4 was
+progress`, one score state of one world) and returns are discounted (gamma 0.9), so at one state
+a command that scores now beats one that wastes a turn first. The rate is a quarter (5e-5), so
+this run changes two things: a pilot of the new baseline at 2e-4 was
 stopped after its third step won 1 of 16 training games, read as the update breaking the start;
 that step's two worlds turned out to be hard for every policy (0 of 8 and 4 of 8 at 5e-5, 0 and
 1 in the pilot, 1 of 16 in `textworld-turn-rl-256`), so that reading was wrong and the rate's

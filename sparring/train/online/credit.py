@@ -70,6 +70,22 @@ def group_normalised(per_episode: Sequence[Sequence[float]], eps: float = 1e-4) 
     return [[(v - mean) / (std + eps) for v in ep] for ep in per_episode]
 
 
+def _keyed_normalised(per_episode: Sequence[Sequence[float]], keys: Sequence[Sequence[Any]],
+                      eps: float = 1e-4) -> list[list[float]]:
+    """Each value minus the mean of the group's values with the same key, divided by the standard
+    deviation over every value of the group (+ eps)."""
+    if not any(per_episode):
+        return [[] for _ in per_episode]
+    _, std = _mean_std(per_episode)
+    at: dict[Any, list[float]] = {}
+    for ep, ks in zip(per_episode, keys, strict=True):
+        for v, k in zip(ep, ks, strict=True):
+            at.setdefault(k, []).append(v)
+    means = {k: sum(vs) / len(vs) for k, vs in at.items()}
+    return [[(v - means[k]) / (std + eps) for v, k in zip(ep, ks, strict=True)]
+            for ep, ks in zip(per_episode, keys, strict=True)]
+
+
 def index_normalised(per_episode: Sequence[Sequence[float]], eps: float = 1e-4) -> list[list[float]]:
     """Each turn's value minus the mean of the group's turns at the same turn number (the k-th move
     of every episode that made one), divided by the standard deviation over every turn of the group
@@ -77,15 +93,7 @@ def index_normalised(per_episode: Sequence[Sequence[float]], eps: float = 1e-4) 
     one mean over all turns an early turn gains and the last, decisive one loses whatever was
     played; the k-th turns of games of one instance are the nearest thing to one state a group has.
     A turn number only one episode reached gets 0. A group whose values are all equal gets zeros."""
-    if not any(per_episode):
-        return [[] for _ in per_episode]
-    _, std = _mean_std(per_episode)
-    at: dict[int, list[float]] = {}
-    for ep in per_episode:
-        for t, v in enumerate(ep):
-            at.setdefault(t, []).append(v)
-    means = {t: sum(vs) / len(vs) for t, vs in at.items()}
-    return [[(v - means[t]) / (std + eps) for t, v in enumerate(ep)] for ep in per_episode]
+    return _keyed_normalised(per_episode, [range(len(ep)) for ep in per_episode], eps)
 
 
 def progress_normalised(per_episode: Sequence[Sequence[float]], progress: Sequence[Sequence[float]],
@@ -97,17 +105,7 @@ def progress_normalised(per_episode: Sequence[Sequence[float]], progress: Sequen
     them a slow game's later turns gain because it still has its points to collect; at one score
     state, with γ < 1, a command that scores now beats one that wastes a turn first. A progress
     only one turn reached gets 0. A group whose values are all equal gets zeros."""
-    if not any(per_episode):
-        return [[] for _ in per_episode]
-    _, std = _mean_std(per_episode)
-    at: dict[float, list[float]] = {}
-    keys = [[round(p, 6) for p in ps] for ps in progress]
-    for ep, ks in zip(per_episode, keys, strict=True):
-        for v, k in zip(ep, ks, strict=True):
-            at.setdefault(k, []).append(v)
-    means = {k: sum(vs) / len(vs) for k, vs in at.items()}
-    return [[(v - means[k]) / (std + eps) for v, k in zip(ep, ks, strict=True)]
-            for ep, ks in zip(per_episode, keys, strict=True)]
+    return _keyed_normalised(per_episode, [[round(p, 6) for p in ps] for ps in progress], eps)
 
 
 def progress_before(rewards: Sequence[float]) -> list[float]:
