@@ -81,7 +81,8 @@ def show(part: str, variant: str, m: dict[str, float]) -> None:
           f"({m.get('cost/padded_tokens', 0):.0f} padded) for {m.get('cost/trained_tokens', 0):.0f} trained = "
           f"{m.get('cost/model_tokens_per_trained_token', 0):6.1f} per trained token; training "
           f"{m.get('cost/training_tokens_per_s', 0):6.1f} tok/s = {m.get('cost/training_roof_ratio', 0):.2f} of the roof"
-          + (f"; peak memory {m['cost/peak_memory_mb'] / 1024:.2f} GiB" if m.get("cost/peak_memory_mb") else ""))
+          + (f"; peak memory {m['cost/peak_memory_mb'] / 1024:.2f} GiB" if m.get("cost/peak_memory_mb") else "")
+          + (f" ({m['cost/peak_added_mb'] / 1024:.2f} added by a pass)" if m.get("cost/peak_added_mb") else ""))
 
 
 def ratios(part: str, before: dict[str, float], after: dict[str, float], per: float = 1.0) -> dict[str, float]:

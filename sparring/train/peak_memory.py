@@ -6,7 +6,9 @@ is judged on its peak as well as its time. On CUDA the peak is PyTorch's own cou
 bytes (`torch.cuda.max_memory_allocated`, reset per pass); on Linux CPUs it is the process's
 resident-set high-water mark (`VmHWM` in /proc/self/status), which the kernel resets on writing
 5 to /proc/self/clear_refs (documented in proc(5)): everything the process holds, the model
-included. Elsewhere there is no figure (None).
+included. Elsewhere there is no figure (None). `in_use_mb` is what is held when a pass starts (CUDA's
+allocated bytes, the resident set `VmRSS`), so that a pass's peak can also be told as what the pass
+itself added on top of what the process already held (the model, a rollout's caches).
 """
 
 from __future__ import annotations
@@ -54,6 +56,21 @@ def peak_mb() -> float | None:
     try:
         for line in _STATUS.read_text().splitlines():
             if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        return None
+    return None
+
+
+def in_use_mb() -> float | None:
+    """What is held now, in MiB, on `peak_mb`'s measure (None where it cannot be read)."""
+    if _cuda():
+        import torch
+
+        return torch.cuda.memory_allocated() / 2**20
+    try:
+        for line in _STATUS.read_text().splitlines():
+            if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024  # kB
     except OSError:
         return None

@@ -9,7 +9,10 @@ A step's wall time splits into
 - `training`: forward + backward passes and optimizer updates;
 - `other`: the rest (building sequences, advantages, logging).
 Memory: `peak_memory_mb`, the most held during a scoring or training pass (`peak_memory.py`: CUDA's
-allocated bytes on a GPU, the process's resident set on a Linux CPU).
+allocated bytes on a GPU, the process's resident set on a Linux CPU), and `peak_added_mb`, the most a
+pass added on top of what was held when it started (on a CPU the process's peak counts the model,
+the rollout's caches and what the allocator kept: the added figure is the pass's own activations,
+gradients and optimizer state, less whatever it reused of the memory the allocator kept).
 Tokens: `forward_tokens` = tokens fed through the model by scoring and training passes (each pass
 counted, padding excluded), `padded_tokens` = the same with padding, `trained_tokens` = tokens
 carrying loss. Two ratios make steps of different sizes comparable: model tokens per trained
@@ -37,6 +40,7 @@ class StepCost:
     trained_tokens: int = 0      # carrying loss
     passes: dict[str, int] = field(default_factory=lambda: {"scoring": 0, "training": 0})
     peak_memory_mb: float | None = None  # during scoring and training passes (`peak_memory.py`)
+    peak_added_mb: float | None = None   # the most a pass added above what was held at its start
     _started: float = field(default_factory=time.perf_counter, repr=False)
 
     @contextmanager
@@ -45,17 +49,24 @@ class StepCost:
         from sparring.train import peak_memory
 
         passes = name in ("scoring", "training") and peak_memory.reset()
+        held = peak_memory.in_use_mb() if passes else None
         t = time.perf_counter()
         try:
             yield
         finally:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t
             if passes:
-                self.note_peak(peak_memory.peak_mb())
+                self.note_peak(peak_memory.peak_mb(), held)
 
-    def note_peak(self, mb: float | None) -> None:
+    def note_peak(self, mb: float | None, held: float | None = None, added: float | None = None) -> None:
+        """A pass's peak `mb`; with `held` (what was in use when it started) what it added, or that
+        figure directly as `added` (adding up steps)."""
         if mb is not None:
             self.peak_memory_mb = max(mb, self.peak_memory_mb or 0.0)
+            if held is not None:
+                added = mb - held
+        if added is not None:
+            self.peak_added_mb = max(added, self.peak_added_mb or 0.0)
 
     def count(self, kind: str, tokens: int, padded: int) -> None:
         """One pass (`scoring` or `training`) over `tokens` real tokens in a `padded`-token batch."""
@@ -85,6 +96,8 @@ class StepCost:
                     "cost/training_passes": self.passes.get("training", 0)})
         if self.peak_memory_mb is not None:
             out["cost/peak_memory_mb"] = round(self.peak_memory_mb, 1)
+        if self.peak_added_mb is not None:
+            out["cost/peak_added_mb"] = round(self.peak_added_mb, 1)
         if self.trained_tokens:
             out["cost/model_tokens_per_trained_token"] = round(self.forward_tokens / self.trained_tokens, 3)
         train_s = self.seconds.get("training", 0.0)
@@ -113,7 +126,7 @@ def total(costs: list[StepCost]) -> StepCost:
         out.padded_tokens += c.padded_tokens
         out.training_tokens += c.training_tokens
         out.trained_tokens += c.trained_tokens
-        out.note_peak(c.peak_memory_mb)
+        out.note_peak(c.peak_memory_mb, added=c.peak_added_mb)
     return out
 
 
@@ -128,6 +141,8 @@ def line(summary: dict[str, Any]) -> str:
         text += f"; training {s['cost/training_tokens_per_s']:.0f} tok/s = {s['cost/training_roof_ratio']:.2f} of the roof"
     if "cost/peak_memory_mb" in s:
         text += f"; peak memory {s['cost/peak_memory_mb'] / 1024:.2f} GiB"
+        if "cost/peak_added_mb" in s:
+            text += f" ({s['cost/peak_added_mb'] / 1024:.2f} added by a pass)"
     return text
 
 
@@ -164,6 +179,7 @@ class ForwardMeter:
         self.cost = StepCost()
         self.pause_depth = 0
         self._peak = False  # whether the step's peak memory was reset at its start
+        self._held: float | None = None  # what was in use when the step started
         self._t: list[float] = []
         self._handles: list[Any] = []
         if model is not None:
@@ -210,6 +226,7 @@ class ForwardMeter:
 
         self.cost = StepCost()
         self._peak = peak_memory.reset()  # the step's peak: TRL's passes (and its rollout) run inside it
+        self._held = peak_memory.in_use_mb() if self._peak else None
 
     def end_step(self, trained_tokens: int = 0, rollout_s: float = 0.0) -> StepCost:
         """Close the step: training = its wall time less rollout and scoring (backward and the
@@ -223,7 +240,7 @@ class ForwardMeter:
         if self._peak:
             from sparring.train import peak_memory
 
-            c.note_peak(peak_memory.peak_mb())
+            c.note_peak(peak_memory.peak_mb(), self._held)
         return c
 
     def close(self) -> None:

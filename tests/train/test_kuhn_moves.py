@@ -105,3 +105,29 @@ def test_a_conversation_view_decision_reads_as_the_rendered_one():
     assert any(len(c.messages) > 2 for r in grown for c in r.calls)  # some hands took a second decision
     assert decisions(grown) == decisions(rendered) and None not in decisions(grown)
     assert moves_by_card(grown) == moves_by_card(rendered) and "?" not in moves_by_card(grown)
+
+
+def test_the_fit_experiment_reads_the_demonstrations_own_frequencies_and_trains_against_a_pool(tmp_path):
+    """textarena-kuhn-fit: what SFT can learn is counted from the demonstrations (each move's share
+    per information set; a reply that is not a legal move there is not counted), and its fixed arm
+    meets one of two opponents per group."""
+    from sparring.learning.context import Context
+    from sparring.learning.experiments import textarena_kuhn_fit as fit
+    from sparring.types import Message
+
+    first = "[GAME] ### Starting round 1 out of 1 rounds. Your card is: '{}'\n[GAME] Your available actions are: '[check]', '[bet]'"
+
+    def call(card: str, move: str) -> SimpleNamespace:
+        return SimpleNamespace(op="generate", messages=[Message(role="user", content=first.format(card))],
+                               completions=[SimpleNamespace(text=move)])
+
+    records = [SimpleNamespace(calls=[call("Q", "[check]"), call("Q", "[check]"), call("K", "[bet]"),
+                                      call("K", "[check]"), call("K", "[call]")])]
+    assert fit.demonstrated(records) == {"K, first to act": {"check": 0.5, "bet": 0.5},
+                                         "Q, first to act": {"check": 1.0, "bet": 0.0}}
+    ctx = Context(out=tmp_path, size="quick", model="tiny", label="tiny")
+    cfg = fit.pool_config(ctx, fit.SIZES["quick"], str(tmp_path / "start"))
+    assert cfg["opponents"] == {"mode": "pool"} and cfg["baseline"] == "group"
+    agents = cfg["experiment"]["agents"]
+    assert {agents["opponent"]["model"], agents["random"]["model"]} == set(fit.POOL)
+    assert cfg["experiment"]["tournament"]["matchups"] == [["learner", "opponent"], ["learner", "random"]]

@@ -73,12 +73,17 @@ def test_a_pass_reports_the_memory_it_held_at_its_peak():
         del block
     assert small.peak_memory_mb is not None and large.peak_memory_mb is not None
     assert large.peak_memory_mb - small.peak_memory_mb > 150
+    # what the pass added on top of what the process held when it started: the 200 MB, not the process
+    assert large.peak_added_mb is not None and 150 < large.peak_added_mb < large.peak_memory_mb - 10
+    assert small.peak_added_mb is not None and small.peak_added_mb < 100
     with small.part("rollout"):
         np.ones(200 << 17)
     assert small.peak_memory_mb < large.peak_memory_mb - 150  # a rollout is not a pass: not counted
     s = large.close().summary()
     assert s["cost/peak_memory_mb"] == round(large.peak_memory_mb, 1) and "peak memory" in line(s)
-    assert total([small, large]).peak_memory_mb == large.peak_memory_mb
+    assert s["cost/peak_added_mb"] == round(large.peak_added_mb, 1) and "added by a pass" in line(s)
+    both = total([small, large])
+    assert both.peak_memory_mb == large.peak_memory_mb and both.peak_added_mb == large.peak_added_mb
 
 
 @pytest.mark.slow

@@ -26,6 +26,7 @@ the rendered view and both starts play the same held-out hands (`start-rendered`
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Callable
@@ -119,8 +120,6 @@ def strategy(model: Any, records: list[Any], agent: str | None = "policy") -> di
     legal ones (`model.score` of `[move]` after the observation shown there), averaged per
     information set. Greedy play shows only each decision's argmax; this shows how far a trained
     policy moved from its start."""
-    import math
-
     from sparring.types import ScoreRequest
 
     prompts: dict[str, dict[str, tuple[Any, list[str]]]] = {}
@@ -190,11 +189,13 @@ def measure(ctx: Context, alias: str, name: str, size: dict[str, Any],
 
 
 def warm_start(ctx: Context, size: dict[str, Any], demonstrator: str = TRAIN_OPPONENT,
-               prefix: str = "kuhn") -> tuple[str, dict[str, Any], Played]:
+               prefix: str = "kuhn", batch_size: int = 4,
+               epochs: float | None = None) -> tuple[str, dict[str, Any], Played]:
     """SFT on `demonstrator`'s moves in hands against itself (training seeds of their own): a
     random legal player's here, Kuhn's equilibrium in `textarena-kuhn-card`. In the size's view:
     the steps train `demo_steps` x 4 moves in either (a conversation-view row holds a player's
-    whole hand, a rendered one a single move)."""
+    whole hand, a rendered one a single move); with `epochs`, that many passes over every row in
+    batches of `batch_size` instead (`textarena-kuhn-fit`)."""
     from sparring.train.config import LoraSettings, TrainSettings
     from sparring.train.export import sft_rows
     from sparring.train.trainers import train_sft
@@ -208,12 +209,13 @@ def warm_start(ctx: Context, size: dict[str, Any], demonstrator: str = TRAIN_OPP
     demos = ctx.play(cfg, f"{prefix}-demonstrations{suffix}")
     rows = sft_rows(demos.records)
     moves_per_row = sum(int(r["meta"].get("turns", 1)) for r in rows) / max(1, len(rows))
-    steps = max(1, round(size["demo_steps"] / moves_per_row))
+    steps = (max(1, math.ceil(epochs * len(rows) / batch_size)) if epochs
+             else max(1, round(size["demo_steps"] / moves_per_row)))
     settings = TrainSettings(model=ctx.model, method="sft", learning_rate=5e-4, max_steps=steps,
-                             batch_size=4, max_length=1024, lora=LoraSettings(r=8, alpha=16))
+                             batch_size=batch_size, max_length=1024, lora=LoraSettings(r=8, alpha=16))
     result = train_sft(rows, settings, ctx.out / "adapters" / f"{prefix}-warm{suffix}")
     return str(result.adapter), {"rows": result.rows, "steps": result.steps, "loss": result.loss,
-                                 "games": len(demos.records), "view": shown,
+                                 "games": len(demos.records), "view": shown, "batch_size": batch_size,
                                  "moves_per_row": round(moves_per_row, 2)}, demos
 
 

@@ -38,7 +38,7 @@ from sparring.learning.extras import require_extra
 from sparring.learning.registry import experiment
 from sparring.learning.report import plot_training
 from sparring.learning.results import Experiment, Stage
-from sparring.stats.kuhn import INFOSETS, best_response_values, exploitability
+from sparring.stats.kuhn import INFOSETS, best_response_values, card_dependence, exploitability
 
 DEMONSTRATOR = "textarena-kuhn-equilibrium"
 TRAIN_OPPONENT = "textarena-random-per-game"
@@ -47,11 +47,13 @@ ARMS = {"fixed": ({"mode": "fixed"}, "group"), "selfplay-rae": ({"mode": "self_p
 
 def full_strategy(ctx: Context, alias: str, demos: Played) -> dict[str, Any]:
     """The policy's scored strategy at every information set the demonstrations reached, with its
-    exploitability when they reached all 12 (at quick size they may not)."""
+    exploitability and card dependence (`kuhn.card_dependence`) when they reached all 12 (at quick
+    size they may not)."""
     scored = scored_strategy(ctx, alias, demos.records, agent=None)
     out: dict[str, Any] = {"strategy_all": scored}
     if all(k in scored for k in INFOSETS):
         out["exploitability"] = round(exploitability(scored), 4)
+        out["card_dependence"] = round(card_dependence(scored), 4)
         out["best_response"] = {k: round(v, 4) for k, v in best_response_values(scored).items()}
     else:
         out["exploitability"] = None

@@ -62,6 +62,20 @@ def test_a_strategy_missing_an_information_set_is_refused_by_name():
         kuhn.equilibrium(0.5)
 
 
+def test_card_dependence_tells_a_card_reader_from_one_that_matches_only_the_frequencies():
+    """The probe of 2026-12-04: a start fitted on the equilibrium's moves had the same probabilities
+    for every card (the equilibrium's averages per history); this is the number that shows it."""
+    assert kuhn.card_dependence(kuhn.PLAYED_EQUILIBRIUM) == pytest.approx(0.875)
+    averaged = {}
+    for key in kuhn.INFOSETS:
+        history = key.split(", ", 1)[1]
+        same = [kuhn.PLAYED_EQUILIBRIUM[f"{c}, {history}"] for c in kuhn.CARDS]
+        averaged[key] = {m: sum(s[m] for s in same) / 3 for m in same[0]}
+    assert kuhn.card_dependence(averaged) == pytest.approx(0.0)
+    king_only = {k: {m: float(k.startswith("K") == (m in ("bet", "call"))) for m in v} for k, v in averaged.items()}
+    assert kuhn.card_dependence(king_only) == pytest.approx(1.0)
+
+
 def _request(text: str, episode: str) -> GenerateRequest:
     return GenerateRequest(messages=[Message(role="system", content="Kuhn Poker"), Message(role="user", content=text)],
                            context={"episode_id": episode})
