@@ -131,3 +131,30 @@ def test_the_fit_experiment_reads_the_demonstrations_own_frequencies_and_trains_
     agents = cfg["experiment"]["agents"]
     assert {agents["opponent"]["model"], agents["random"]["model"]} == set(fit.POOL)
     assert cfg["experiment"]["tournament"]["matchups"] == [["learner", "opponent"], ["learner", "random"]]
+
+
+def test_the_fit_experiment_trains_no_arm_from_a_start_that_does_not_read_its_card(monkeypatch, tmp_path):
+    """Below the gate the experiment reports the start and stops; at or above it the arms run."""
+    import pytest
+
+    pytest.importorskip("textarena")
+    from sparring.learning.arms import Measured
+    from sparring.learning.context import Context
+    from sparring.learning.experiments import textarena_kuhn_fit as fit
+
+    demos = SimpleNamespace(records=[])
+    monkeypatch.setattr(fit, "warm_start", lambda ctx, size, **kw: (
+        str(tmp_path / "start"), {"rows": 192, "steps": 48, "games": 96}, demos))
+    arms: list[str] = []
+    monkeypatch.setattr(fit, "run_arm", lambda ctx, exp, name, *a, **kw: arms.append(name) or SimpleNamespace(
+        curves=lambda: {}))
+    monkeypatch.setattr(fit, "plot_training", lambda *a, **kw: None)
+    ctx = Context(out=tmp_path, size="full", model=str(tmp_path), label="tiny")  # a directory: nothing loads
+    for reads, expected in ((0.05, []), (0.5, ["kuhn-fit-pool", "kuhn-fit-selfplay-rae"])):
+        info = {"card_dependence": reads, "exploitability": 0.7}
+        monkeypatch.setattr(fit, "measure", lambda *a, info=info, **kw: Measured({}, {}, {}, ["h"], dict(info)))
+        arms.clear()
+        exp = fit.run(ctx)
+        assert arms == expected
+        assert exp.stages[0].info["card_dependence"] == reads
+        assert any("arms not run" in n for n in exp.notes) == (reads < fit.GATE)
