@@ -3,9 +3,9 @@ that punishes a bet with the Jack, and self-play with RAE (issue #60's Kuhn desi
 `textarena-kuhn-card` pointed to).
 
 `textarena-kuhn-card`'s start (16 SFT steps of 4 rows on the equilibrium's moves) had the same
-move probabilities for every card, and a probe on 2026-12-04 (one full pass over its 192 rows, 48
-steps of 4) still had them equal to two decimals: the fit learnt each history's average
-frequencies, not the card. What changes here, everything else as in `textarena-kuhn-card` (the
+move probabilities for every card, and probes on 2026-12-04 in the conversation view (one and two
+full passes over its 192 rows) still had them within a few hundredths of each other: the fit
+learnt each history's average frequencies, not the card. What changes here, everything else as in `textarena-kuhn-card` (the
 game, the demonstrations, the held-out seeds and rule, GRPO's settings and sizes):
 - the start: `FIT` passes over every demonstrated hand in batches of 8 (`warm_start(epochs=...)`),
   and how much its moves depend on the card (`kuhn.card_dependence`: 0 for a strategy that ignores
@@ -47,7 +47,7 @@ from sparring.learning.results import Experiment, Stage
 from sparring.stats.kuhn import INFOSETS, card_dependence, read_infoset
 
 NAME = "textarena-kuhn-fit"
-# passes over the demonstrations and rows a step: 2 x 192 rows / 8 = 48 steps at full size
+# passes over the demonstrations and rows a step: 2 x 226 moves (rendered view: a row a move) / 8 = 57 steps
 FIT: dict[str, dict[str, Any]] = {"quick": {"epochs": 1.0, "batch_size": 2}, "full": {"epochs": 2.0, "batch_size": 8}}
 # the arms run only from a start that reads its card: below this card dependence (the demonstrator's
 # 0.875) GRPO has no card-dependent play to refine, and textarena-kuhn-card's arms from a start at
