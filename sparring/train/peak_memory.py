@@ -47,19 +47,24 @@ def reset() -> bool:
     return True
 
 
+def _status_mb(key: str) -> float | None:
+    """A `/proc/self/status` memory line (`VmHWM`, `VmRSS`) in MiB; None where it cannot be read."""
+    try:
+        for line in _STATUS.read_text().splitlines():
+            if line.startswith(f"{key}:"):
+                return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        return None
+    return None
+
+
 def peak_mb() -> float | None:
     """The peak since the last `reset`, in MiB (None where it cannot be read)."""
     if _cuda():
         import torch
 
         return torch.cuda.max_memory_allocated() / 2**20
-    try:
-        for line in _STATUS.read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024  # kB
-    except OSError:
-        return None
-    return None
+    return _status_mb("VmHWM")
 
 
 def in_use_mb() -> float | None:
@@ -68,10 +73,4 @@ def in_use_mb() -> float | None:
         import torch
 
         return torch.cuda.memory_allocated() / 2**20
-    try:
-        for line in _STATUS.read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024  # kB
-    except OSError:
-        return None
-    return None
+    return _status_mb("VmRSS")

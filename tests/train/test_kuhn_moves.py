@@ -145,10 +145,12 @@ def test_the_fit_experiment_trains_no_arm_from_a_start_that_does_not_read_its_ca
     demos = SimpleNamespace(records=[])
     monkeypatch.setattr(fit, "warm_start", lambda ctx, size, **kw: (
         str(tmp_path / "start"), {"rows": 192, "steps": 48, "games": 96}, demos))
+    from sparring.learning.experiments import textarena_kuhn_card as card
+
     arms: list[str] = []
-    monkeypatch.setattr(fit, "run_arm", lambda ctx, exp, name, *a, **kw: arms.append(name) or SimpleNamespace(
+    monkeypatch.setattr(card, "run_arm", lambda ctx, exp, name, *a, **kw: arms.append(name) or SimpleNamespace(
         curves=lambda: {}))
-    monkeypatch.setattr(fit, "plot_training", lambda *a, **kw: None)
+    monkeypatch.setattr(card, "plot_training", lambda *a, **kw: None)
     ctx = Context(out=tmp_path, size="full", model=str(tmp_path), label="tiny")  # a directory: nothing loads
     for reads, expected in ((0.05, []), (0.5, ["kuhn-fit-pool", "kuhn-fit-selfplay-rae"])):
         info = {"card_dependence": reads, "exploitability": 0.7}

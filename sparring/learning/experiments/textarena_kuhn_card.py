@@ -18,10 +18,11 @@ The game, held-out seeds, held-out opponent (`textarena-kuhn-rule`), GRPO settin
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from sparring.learning.arms import run_arm
+from sparring.learning.arms import Measured, run_arm
 from sparring.learning.context import Context, Played
 from sparring.learning.experiments.textarena_kuhn import (
     DEMO_START,
@@ -61,6 +62,20 @@ def full_strategy(ctx: Context, alias: str, demos: Played) -> dict[str, Any]:
     return out
 
 
+def run_arms(ctx: Context, exp: Experiment, prefix: str, configs: dict[str, dict[str, Any]], size: dict[str, Any],
+             start: Measured, strategy_info: Callable[[str, Played], dict[str, Any]]) -> None:
+    """Each arm's online config in `configs` trained (`PREFIX-ARM`) and measured on the held-out hands
+    with the whole strategy, one stage each in order; the training curves to
+    OUT/curves/textarena-PREFIX-training.png."""
+    per_arm: dict[str, dict[str, list[Any]]] = {}
+    for k, (arm, config) in enumerate(configs.items(), start=1):
+        result = run_arm(ctx, exp, f"{prefix}-{arm}", config,
+                         partial(measure, ctx, name=f"{prefix}-{arm}", size=size, strategy_info=strategy_info),
+                         stage=arm, step=k, start=start, info={"steps": size["steps"]})
+        per_arm[arm] = result.curves()
+    plot_training(per_arm, ctx.out / "curves" / f"textarena-{prefix}-training.png", TRAINING_PANELS)
+
+
 @experiment("textarena-kuhn-card")
 def run(ctx: Context) -> Experiment:
     require_extra("textarena-kuhn-card", "textarena", "textarena", "TextArena")
@@ -82,14 +97,8 @@ def run(ctx: Context) -> Experiment:
                             "exploitability below the start's")
     exp.stages.append(Stage("start", 0, start.metrics, {"train": warm_s, **start.walls}, info={**warm_info, **start.info}))
     ctx.progress(exp)
-    per_arm: dict[str, dict[str, list[Any]]] = {}
-    for k, arm in enumerate(ARMS, start=1):
-        result = run_arm(ctx, exp, f"kuhn-card-{arm}",
-                         arm_config(ctx, size, warm, arm, arms=ARMS, opponent=TRAIN_OPPONENT),
-                         partial(measure, ctx, name=f"kuhn-card-{arm}", size=size, strategy_info=strategy_info),
-                         stage=arm, step=k, start=start, info={"steps": size["steps"]})
-        per_arm[arm] = result.curves()
-    plot_training(per_arm, ctx.out / "curves" / "textarena-kuhn-card-training.png", TRAINING_PANELS)
+    run_arms(ctx, exp, "kuhn-card", {arm: arm_config(ctx, size, warm, arm, arms=ARMS, opponent=TRAIN_OPPONENT)
+                                     for arm in ARMS}, size, start, strategy_info)
     exp.notes.append(f"start: SFT ({warm_info['steps']} steps) on {warm_info['rows']} moves of {DEMONSTRATOR} in "
                      f"{warm_info['games']} hands against itself (training seeds {DEMO_START}..)")
     exp.notes.append(f"each arm: {size['steps']} GRPO steps of {size['generations'] * size['prompts']} games "

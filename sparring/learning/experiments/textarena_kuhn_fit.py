@@ -23,26 +23,22 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from functools import partial
 from typing import Any
 
-from sparring.learning.arms import run_arm
 from sparring.learning.context import Context, Played
 from sparring.learning.experiments.textarena_kuhn import (
     DEMO_START,
     HELDOUT_OPPONENT,
     LEARNING_RATE,
     SIZES,
-    TRAINING_PANELS,
     arm_config,
     measure,
     observation,
     warm_start,
 )
-from sparring.learning.experiments.textarena_kuhn_card import DEMONSTRATOR, full_strategy
+from sparring.learning.experiments.textarena_kuhn_card import DEMONSTRATOR, full_strategy, run_arms
 from sparring.learning.extras import require_extra
 from sparring.learning.registry import experiment
-from sparring.learning.report import plot_training
 from sparring.learning.results import Experiment, Stage
 from sparring.stats.kuhn import INFOSETS, card_dependence, read_infoset
 
@@ -125,15 +121,9 @@ def run(ctx: Context) -> Experiment:
                          f"{start.info['exploitability']:.4f}): the fit did not learn to read the card")
         exp.wall_s = time.perf_counter() - begin
         return exp
-    per_arm: dict[str, dict[str, list[Any]]] = {}
-    configs = {"pool": pool_config(ctx, size, warm),
-               "selfplay-rae": arm_config(ctx, size, warm, "selfplay-rae", arms=ARMS)}
-    for k, arm in enumerate(ARMS, start=1):
-        result = run_arm(ctx, exp, f"kuhn-fit-{arm}", configs[arm],
-                         partial(measure, ctx, name=f"kuhn-fit-{arm}", size=size, strategy_info=strategy_info),
-                         stage=arm, step=k, start=start, info={"steps": size["steps"]})
-        per_arm[arm] = result.curves()
-    plot_training(per_arm, ctx.out / "curves" / f"{NAME}-training.png", TRAINING_PANELS)
+    run_arms(ctx, exp, "kuhn-fit", {"pool": pool_config(ctx, size, warm),
+                                    "selfplay-rae": arm_config(ctx, size, warm, "selfplay-rae", arms=ARMS)},
+             size, start, strategy_info)
     exp.notes.append(f"each arm: {size['steps']} GRPO steps of {size['generations'] * size['prompts']} games "
                      f"(sparring's trainer, lr {LEARNING_RATE}, beta 0, format penalty 0.1 per refused move, refused "
                      f"moves trained); pool: one of {', '.join(POOL)} per group; training seeds "
