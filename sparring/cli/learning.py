@@ -18,7 +18,7 @@ def learning(
     only: str | None = typer.Option(None, "--only", help="Comma-separated experiments (default: all): "
                                     "textworld-sft, textworld-sft-data, textworld-rl, textworld-easy-rl, textworld-turn-rl, textworld-turn-rl-256, textworld-turn-rl-progress, textworld-turn-rl-refused, dond-selfplay, dond-selfplay-mutual, dond-rl, dond-selfplay-rl, trl-dond, debate-dpo, "
                                     "debate-dpo-evidence, debate-dpo-contrast, debate-dpo-contrast-extras, grpo, "
-                                    "textarena-tictactoe, textarena-tictactoe-rl, textarena-tictactoe-pool, textarena-kuhn, textarena-kuhn-card, textarena-kuhn-fit, transfer."),
+                                    "textarena-tictactoe, textarena-tictactoe-rl, textarena-tictactoe-pool, textarena-kuhn, textarena-kuhn-card, textarena-kuhn-fit, textarena-kuhn-hand, transfer."),
     dond_data: str | None = typer.Option(None, "--dond-data", help="The Deal or No Deal human dialogues (data.txt "
                                          "or a folder holding it); default: $SPARRING_DATA_DIR or `sparring data "
                                          "fetch dond-dialogues`."),

@@ -20,7 +20,7 @@ from sparring.learning.results import Experiment
 
 ORDER = ("textworld-sft", "textworld-sft-data", "textworld-rl", "textworld-easy-rl", "textworld-turn-rl", "textworld-turn-rl-256", "textworld-turn-rl-progress", "textworld-turn-rl-refused", "dond-selfplay", "dond-selfplay-mutual", "dond-rl", "dond-selfplay-rl", "trl-dond", "debate-dpo",
          "debate-dpo-evidence", "debate-dpo-contrast", "debate-dpo-contrast-extras", "grpo",
-         "textarena-tictactoe", "textarena-tictactoe-rl", "textarena-tictactoe-pool", "textarena-kuhn", "textarena-kuhn-card", "textarena-kuhn-fit", "transfer")
+         "textarena-tictactoe", "textarena-tictactoe-rl", "textarena-tictactoe-pool", "textarena-kuhn", "textarena-kuhn-card", "textarena-kuhn-fit", "textarena-kuhn-hand", "transfer")
 
 
 # The quick suite's tokenizer: the bundled one cut to its first ids (`sparring.models.tiny`). A random

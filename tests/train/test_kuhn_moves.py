@@ -160,3 +160,22 @@ def test_the_fit_experiment_trains_no_arm_from_a_start_that_does_not_read_its_ca
         assert arms == expected
         assert exp.stages[0].info["card_dependence"] == reads
         assert any("arms not run" in n for n in exp.notes) == (reads < fit.GATE)
+
+
+def test_the_hand_experiment_plays_every_game_on_the_hands_lines(tmp_path):
+    """textarena-kuhn-hand: the demonstrations', the arms' and the held-out games all cut each
+    observation to the hand; the rest is textarena-kuhn-fit's."""
+    from sparring.learning.context import Context
+    from sparring.learning.experiments import textarena_kuhn as kuhn
+    from sparring.learning.experiments import textarena_kuhn_fit as fit
+    from sparring.learning.experiments import textarena_kuhn_hand as hand
+
+    ctx = Context(out=tmp_path, size="full", model="tiny", label="tiny")
+    size = hand.SIZES["full"]
+    cut = {**kuhn.GAME, "observation_from": "### Starting round"}
+    assert kuhn.game(size) == cut and kuhn.game(kuhn.SIZES["full"]) == kuhn.GAME
+    assert kuhn._heldout("policy", size)["game_args"] == cut
+    assert fit.pool_config(ctx, size, "start")["experiment"]["game_args"] == cut
+    assert kuhn.arm_config(ctx, size, "start", "selfplay-rae", arms=fit.ARMS)["experiment"]["game_args"] == cut
+    assert {k: v for k, v in size.items() if k != "game_args"} == kuhn.SIZES["full"]
+    assert hand.FIT["full"]["epochs"] > fit.FIT["full"]["epochs"]

@@ -7,7 +7,8 @@ game info). This game holds one environment per episode and translates:
 - seats: TextArena's player ids as sparring players "Player 0", "Player 1", ...; `flip` seats the
   agents the other way round (TextArena's player 0 always moves first);
 - observations: what TextArena shows an LLM agent — its standard system prompt, then the
-  environment's observation for that player (the whole game so far);
+  environment's observation for that player (the whole game so far; `observation_from` cuts it to
+  the current round);
 - actions: the reply text, as TextArena's action formatting wrapper takes it; invalid moves are
   TextArena's own (its error allowance, then the offender loses), counted per player and
   recorded as rejected replies (the player moves again, as in TextArena);
@@ -61,6 +62,10 @@ class TextArenaConfig(Strict):
         "outcome", description="outcome: TextArena's rewards (win 1, loss -1, draw 0); chips: the chips each player "
         "won per hand (card games that keep `player_chips`: Kuhn Poker, Leduc Hold'em), a forfeit by invalid "
         "moves -1 a hand for the offender and +1 for the other")
+    observation_from: str | None = Field(
+        None, min_length=1, description="show each observation from the line of the last occurrence of this text "
+        "on, TextArena's preamble (its rules) and earlier rounds cut: e.g. '### Starting round' for Kuhn Poker, "
+        "whose hand is then ~40 tokens instead of ~250; unset: the whole observation, as TextArena shows it")
 
 
 class TextArenaInstance(Instance):
@@ -168,7 +173,7 @@ class TextArenaGame(Game[TextArenaInstance, TextArenaState]):
 
     def observation(self, state: TextArenaState, player: str) -> list[Message]:
         pid = next(i for i, p in state.seat_of.items() if p == player)
-        text = state.current[1] if state.current and state.current[0] == pid else ""
+        text = self._shown(state.current[1]) if state.current and state.current[0] == pid else ""
         variables = {"env_id": state.env_id, "player": f"Player {pid}", "observation": text}
         return [Message(role="system", content=state.prompts[player].render("system", 0, **variables)),
                 Message(role="user", content=state.prompts[player].render("observation", 0, **variables))]
@@ -185,15 +190,25 @@ class TextArenaGame(Game[TextArenaInstance, TextArenaState]):
         shown = ""
         turns = list(state.history.get(player, []))
         pending = state.current[1] if state.current and state.current[0] == pid else None
-        for text, reply in turns:
+        for observed, reply in turns:
+            text = self._shown(observed)
             msgs += [Message(role="user", content=prompts.render("observation", 0, observation=_new_part(text, shown),
                                                                  **variables)),
                      Message(role="assistant", content=reply)]
             shown = text
         if pending is not None:
-            msgs.append(Message(role="user", content=prompts.render("observation", 0,
-                                                                    observation=_new_part(pending, shown), **variables)))
+            msgs.append(Message(role="user", content=prompts.render(
+                "observation", 0, observation=_new_part(self._shown(pending), shown), **variables)))
         return msgs
+
+    def _shown(self, text: str) -> str:
+        """The part of TextArena's observation a player is shown: all of it, or with
+        `observation_from` from the start of the line of that text's last occurrence (the current
+        round: what a policy needs, with the rules repeated every turn cut, which makes the prompt
+        several times shorter; textarena-kuhn-hand)."""
+        marker = self.config.observation_from
+        at = text.rfind(marker) if marker else -1
+        return text if at < 0 else text[text.rfind("\n", 0, at) + 1:]
 
     def act(self, state: TextArenaState, player: str, action: Action) -> Feedback:
         text = (action.text or "").strip()

@@ -76,6 +76,12 @@ def view(size: dict[str, Any]) -> str:
     return str(size.get("view") or "rendered")
 
 
+def game(size: dict[str, Any]) -> dict[str, Any]:
+    """The game's arguments a size plays: `GAME`, with what the size adds (`textarena-kuhn-hand`
+    shows the hand's own lines only: `observation_from`)."""
+    return {**GAME, **size.get("game_args", {})}
+
+
 def observation(messages: list[Any]) -> str:
     """What the player has been shown of the game so far: the user turns of its prompt (one in the
     rendered view; in the conversation view each turn appends the observation's new part)."""
@@ -83,7 +89,7 @@ def observation(messages: list[Any]) -> str:
 
 
 def _heldout(model: str, size: dict[str, Any]) -> dict[str, Any]:
-    return {"game": "textarena", "view": view(size), "game_args": GAME, "dataset": _seeds("test", size["heldout"]),
+    return {"game": "textarena", "view": view(size), "game_args": game(size), "dataset": _seeds("test", size["heldout"]),
             "agents": {"policy": {"role": "player", "model": model,
                                   "sampling": {"temperature": 0.0, "max_new_tokens": size["tokens"]}},
                        "opponent": {"role": "player", "model": HELDOUT_OPPONENT}},
@@ -202,7 +208,7 @@ def warm_start(ctx: Context, size: dict[str, Any], demonstrator: str = TRAIN_OPP
 
     shown = view(size)
     suffix = "" if shown == "rendered" else f"-{shown}"
-    cfg = {"game": "textarena", "view": shown, "game_args": GAME, "dataset": _seeds("train", size["demos"], DEMO_START),
+    cfg = {"game": "textarena", "view": shown, "game_args": game(size), "dataset": _seeds("train", size["demos"], DEMO_START),
            "agents": {"a": {"role": "player", "model": demonstrator}, "b": {"role": "player", "model": demonstrator}},
            "tournament": {"type": "custom", "matchups": [["a", "b"]], "flip": False},
            "run": {"seed": 0, "max_live": MAX_LIVE}}
@@ -227,7 +233,7 @@ def arm_config(ctx: Context, size: dict[str, Any], start: str, arm: str,
     learner = {"role": "player", "model": "learner",
                "sampling": {"temperature": 1.0, "max_new_tokens": size["tokens"]}}
     fixed = opponents["mode"] == "fixed"
-    experiment = {"game": "textarena", "view": view(size), "game_args": GAME, "dataset": _seeds("train", size["train"]),
+    experiment = {"game": "textarena", "view": view(size), "game_args": game(size), "dataset": _seeds("train", size["train"]),
                   "models_file": str(ctx.models_file.resolve()),
                   "agents": {"learner": learner, **({"opponent": {"role": "player", "model": opponent}}
                                                    if fixed else {})},

@@ -82,9 +82,22 @@ def pool_config(ctx: Context, size: dict[str, Any], start: str) -> dict[str, Any
 @experiment(NAME)
 def run(ctx: Context) -> Experiment:
     require_extra(NAME, "textarena", "textarena", "TextArena")
-    size, fit = SIZES[ctx.size], FIT[ctx.size]
+    return fitted_then_arms(ctx, NAME, "kuhn-fit", SIZES[ctx.size], FIT[ctx.size], DESCRIPTION)
+
+
+DESCRIPTION = ("TextArena Kuhn Poker, one hand a game: SFT on Kuhn's equilibrium fitted over every demonstrated hand "
+               "(its card dependence measured before RL), then GRPO against a pool (the equilibrium player or a "
+               "random one, drawn per group) and self-play with RAE; held-out seeds against a fixed card rule no arm "
+               "trained against; exploitability and card dependence.")
+
+
+def fitted_then_arms(ctx: Context, name: str, prefix: str, size: dict[str, Any], fit: dict[str, Any],
+                     description: str) -> Experiment:
+    """The start fitted `fit` passes over the equilibrium's hands, its card dependence measured, and
+    the arms from it when that reaches `GATE` (`textarena-kuhn-hand` runs the same on the hand's
+    lines only)."""
     begin = time.perf_counter()
-    warm, warm_info, demos = warm_start(ctx, size, demonstrator=DEMONSTRATOR, prefix="kuhn-fit", **fit)
+    warm, warm_info, demos = warm_start(ctx, size, demonstrator=DEMONSTRATOR, prefix=prefix, **fit)
     warm_s = time.perf_counter() - begin
     shown = demonstrated(demos.records)
     data_info: dict[str, Any] = {"demonstrated": shown}
@@ -94,13 +107,9 @@ def run(ctx: Context) -> Experiment:
     def strategy_info(alias: str, _heldout: Played) -> dict[str, Any]:  # scored at the demonstrations' decisions
         return full_strategy(ctx, alias, demos)
 
-    start_alias = ctx.register("kuhn-fit-start", warm)
-    start = measure(ctx, start_alias, "kuhn-fit-start", size, strategy_info)
-    exp = Experiment(name=NAME, description="TextArena Kuhn Poker, one hand a game: SFT on Kuhn's equilibrium fitted "
-                     "over every demonstrated hand (its card dependence measured before RL), then GRPO against a "
-                     "pool (the equilibrium player or a random one, drawn per group) and self-play with RAE; held-out "
-                     "seeds against a fixed card rule no arm trained against; exploitability and card dependence.",
-                     model=ctx.label, primary="payoff_per_hand",
+    start_alias = ctx.register(f"{prefix}-start", warm)
+    start = measure(ctx, start_alias, f"{prefix}-start", size, strategy_info)
+    exp = Experiment(name=name, description=description, model=ctx.label, primary="payoff_per_hand",
                      training_ids=sorted({r.instance_id for r in demos.records}), heldout_ids=start.instances,
                      target="paired payoff per hand over the start above 0 against the held-out rule, and "
                             "exploitability below the start's")
@@ -121,7 +130,7 @@ def run(ctx: Context) -> Experiment:
                          f"{start.info['exploitability']:.4f}): the fit did not learn to read the card")
         exp.wall_s = time.perf_counter() - begin
         return exp
-    run_arms(ctx, exp, "kuhn-fit", {"pool": pool_config(ctx, size, warm),
+    run_arms(ctx, exp, prefix, {"pool": pool_config(ctx, size, warm),
                                     "selfplay-rae": arm_config(ctx, size, warm, "selfplay-rae", arms=ARMS)},
              size, start, strategy_info)
     exp.notes.append(f"each arm: {size['steps']} GRPO steps of {size['generations'] * size['prompts']} games "

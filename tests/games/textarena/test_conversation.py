@@ -96,3 +96,37 @@ def test_a_game_without_the_view_is_a_clear_config_error(tmp_path, monkeypatch):
     with pytest.raises(ConfigError) as e:
         Arena.from_config(cfg)
     assert "view" in str(e.value) and "game 'debate' offers no conversation view" in str(e.value)
+
+
+def kuhn(view: str, cut: bool) -> dict:
+    args = {"env_id": "KuhnPokerBets-v0", "env_kwargs": {"max_rounds": 1}, "reward": "chips",
+            **({"observation_from": "### Starting round"} if cut else {})}
+    return {**config(view, n=4), "game_args": args,
+            # a deterministic card rule on both sides (the equilibrium player draws its mixed moves from the
+            # text it is shown, so other text is other draws)
+            "agents": {"a": {"role": "player", "model": "textarena-kuhn-rule"},
+                       "b": {"role": "player", "model": "textarena-kuhn-rule"}}}
+
+
+@pytest.mark.parametrize("view", ["rendered", "conversation"])
+def test_observation_from_shows_the_current_hand_only_and_the_same_games_are_played(view):
+    """`observation_from` cuts TextArena's rules: each prompt starts at the hand's line, still grows
+    in the conversation view, and a scripted player (which reads the card and the legal moves)
+    plays the same hands as on the whole observation."""
+    cut, whole = play(kuhn(view, cut=True)), play(kuhn(view, cut=False))
+    assert all(r.status == "complete" for r in cut + whole)
+    for r, twin in zip(cut, whole, strict=True):
+        assert (r.instance_id, r.outcome.rewards) == (twin.instance_id, twin.outcome.rewards)
+        assert [e.content for e in r.events] == [e.content for e in twin.events]
+        calls = [c for c in r.calls if c.op == "generate"]
+        for c in calls:
+            shown = [m.content for m in c.messages if m.role == "user"]
+            assert shown[0].startswith("[GAME] ### Starting round 1 out of 1 rounds. Your card is: '")
+            assert "Game Rules" not in "\n".join(shown)
+        assert sum(len(m.content) for c in calls for m in c.messages) < sum(
+            len(m.content) for c in twin.calls for m in c.messages) / 2
+        if view == "conversation":  # each call extends the player's previous one
+            for player in ("Player 0", "Player 1"):
+                mine = [c for c in calls if c.player == player]
+                for before, after in zip(mine, mine[1:], strict=False):
+                    assert after.messages[: len(before.messages)] == before.messages
