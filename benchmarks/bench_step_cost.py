@@ -30,7 +30,9 @@ FLOP/s ÷ 6 × parameters, probed now), and the after/before ratios the targets 
   conversation` (the game only grows: a player's calls train as one sequence); with
   `--checkpointing` also recomputed = the conversation view with `gradient_checkpointing: true`
   (the training pass's peak memory, and the recompute's cost). TicTacToe and Kuhn need the
-  textarena extra; kuhn and dond are not in the default `--only`:
+  textarena extra; kuhn-hand is Kuhn Poker with each observation cut to the hand's lines
+  (`observation_from`, as `textarena-kuhn-hand`: TextArena's rules left out); kuhn, kuhn-hand and
+  dond are not in the default `--only`:
 
     python benchmarks/bench_step_cost.py --only tictactoe,kuhn,dond --steps 2 --games 8 --warm-steps 8
 
@@ -160,8 +162,10 @@ def view_experiment(game: str, models_file: str) -> dict[str, Any]:
         setup = {"game": "dond", "game_args": dond_args(size), "dataset": dataset("train", 40)}
         role, partner, tokens = "negotiator", FAIR, 32
     else:
-        env = {"tictactoe": {"env_id": "TicTacToe-v0"},
-               "kuhn": {"env_id": "KuhnPokerBets-v0", "env_kwargs": {"max_rounds": 1}, "reward": "chips"}}[game]
+        kuhn = {"env_id": "KuhnPokerBets-v0", "env_kwargs": {"max_rounds": 1}, "reward": "chips"}
+        env = {"tictactoe": {"env_id": "TicTacToe-v0"}, "kuhn": kuhn,
+               # as textarena-kuhn-hand plays it: each observation from the hand's line on (no rules)
+               "kuhn-hand": {**kuhn, "observation_from": "### Starting round"}}[game]
         setup = {"game": "textarena", "game_args": env,
                  "dataset": {"name": "seeds", "split": "train", "args": {"n": 40}}}
         role, partner, tokens = "player", "textarena-random", 16
@@ -318,7 +322,7 @@ def trl_part(kind: str, work: Path, model: str, steps: int) -> dict[str, Any]:
     return out
 
 
-VIEW_GAMES = ("tictactoe", "kuhn", "dond")
+VIEW_GAMES = ("tictactoe", "kuhn", "kuhn-hand", "dond")
 
 
 def main(argv: list[str] | None = None) -> None:

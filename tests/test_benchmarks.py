@@ -90,12 +90,13 @@ def test_the_view_warm_start_benchmark_and_the_view_parts_run_on_a_tiny_model(tm
     out = run_commands([
         [str(benches / "bench_view_warm_start.py"), "--model", tiny_dir, "--demos", "2", "--steps", "1",
          "--heldout", "2", "--json", str(tmp_path / "views.json")],
-        [str(benches / "bench_step_cost.py"), "--model", tiny_dir, "--steps", "1", "--only", "kuhn",
+        [str(benches / "bench_step_cost.py"), "--model", tiny_dir, "--steps", "1", "--only", "kuhn-hand",
          "--games", "2", "--warm-steps", "1", "--json", str(tmp_path / "cost.json")]], timeout=900)
     assert out.returncode == 0, out.stderr[-2000:]
     views = json.loads((tmp_path / "views.json").read_text())
     assert set(views["views"]) == {"rendered", "conversation"}
     assert views["paired_win_conversation_minus_rendered"]["n"] == 4  # 2 held-out seeds x 2 seats
-    assert "kuhn: warm start of 1 SFT steps" in out.stdout and "kuhn: after/before step" in out.stdout
-    kuhn = json.loads((tmp_path / "cost.json").read_text())["parts"]["kuhn"]["median"]
+    # Kuhn Poker on the hand's lines (the same code as the whole observation's `kuhn`, with the cut)
+    assert "kuhn-hand: warm start of 1 SFT steps" in out.stdout and "kuhn-hand: after/before step" in out.stdout
+    kuhn = json.loads((tmp_path / "cost.json").read_text())["parts"]["kuhn-hand"]["median"]
     assert kuhn["before"]["cost/trained_tokens"] > 0 and kuhn["after"]["cost/trained_tokens"] > 0

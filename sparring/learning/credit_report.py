@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sparring.train.online.credit import turn_normalised, turn_rewards
+from sparring.train.online.credit import turn_normalised, turn_rewards, turn_states
 
 
 def learner_turns(record: Any, player: str) -> tuple[list[int], float]:
@@ -34,19 +34,21 @@ def credit_by_action(records: Sequence[Any], num_generations: int, player: str,
     groups: dict[tuple[int, int], list[Any]] = {}
     for rec in records:
         groups.setdefault(game_group(rec.repeat, num_generations), []).append(rec)
-    turns: list[tuple[list[list[float]], list[list[str]]]] = []  # per group: each game's turn rewards, labels
+    # per group: each game's turn rewards, labels, states
+    turns: list[tuple[list[list[float]], list[list[str]], list[list[str]]]] = []
     for group in groups.values():
-        rewards, names = [], []
+        rewards, names, states = [], [], []
         for rec in group:
             calls, reward = learner_turns(rec, player)
             rewards.append(turn_rewards(rec, calls, reward))
             names.append(labels(rec)[:len(calls)])
-        turns.append((rewards, names))
+            states.append(turn_states(rec, calls))
+        turns.append((rewards, names, states))
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for name, (baseline, gamma) in designs.items():
         seen: dict[str, list[float]] = {}
-        for rewards, names in turns:
-            for advantages, played in zip(turn_normalised(rewards, gamma, baseline), names, strict=True):
+        for rewards, names, states in turns:
+            for advantages, played in zip(turn_normalised(rewards, gamma, baseline, states), names, strict=True):
                 for advantage, label in zip(advantages, played, strict=False):
                     seen.setdefault(label, []).append(advantage)
         ranked = sorted(seen.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:top]

@@ -21,8 +21,10 @@ from sparring.train.online.credit import (
     progress_before,
     progress_normalised,
     returns_to_go,
+    state_normalised,
     turn_normalised,
     turn_rewards,
+    turn_states,
     whiten,
 )
 
@@ -86,6 +88,42 @@ def test_the_progress_baseline_measures_each_turn_against_turns_made_at_the_same
     assert turn_normalised([[], []], 0.9, "progress") == [[], []]
     outcome_only = [[0.0, 0.0, 1.0], [0.0, -1.0]]  # a game scored by its outcome: every turn at progress 0
     assert turn_normalised(outcome_only, 0.9, "progress") == turn_normalised(outcome_only, 0.9, "group")
+
+
+def _game(*moves: tuple[str, str, bool]) -> SimpleNamespace:
+    """A record whose calls are (player, reply, refused) in order."""
+    return SimpleNamespace(calls=[SimpleNamespace(player=p, op="generate", rejected=r, chosen=None,
+                                                  completions=[SimpleNamespace(text=t)]) for p, t, r in moves])
+
+
+def test_the_state_baseline_compares_the_commands_played_from_one_game_state():
+    """GiGPO's anchor states: a turn's state is every accepted reply before it; a refused reply
+    changes nothing, so the command after it is compared with the commands played from the same
+    state (TextWorld's `take knife` before and after the drawer is opened)."""
+    # game a: open the drawer, take the knife (scores); game b: take knife (refused), open, take knife
+    a = _game(("P", "open drawer", False), ("P", "take knife", False))
+    b = _game(("P", "take  Knife", True), ("P", "open drawer", False), ("P", "take knife", False))
+    sa, sb = turn_states(a, [0, 1]), turn_states(b, [0, 1, 2])
+    assert sa[0] == sb[0] == sb[1]  # the start, and the state after the refused command: the same
+    assert sa[1] == sb[2] != sa[0]  # after `open drawer`, in both games
+    assert turn_states(b, [2]) == [sb[2]]  # a turn's key does not depend on which other turns are asked for
+    other = _game(("Q", "open drawer", False), ("P", "take knife", False))  # another player's move counts too
+    assert turn_states(other, [1]) != [sa[1]]
+    rewards = [[0.0, 1.0], [0.0, 0.0, 1.0]]
+    returns = [returns_to_go(r, 0.9) for r in rewards]  # [0.9, 1], [0.81, 0.9, 1]
+    flat = returns[0] + returns[1]
+    std = math.sqrt(sum((v - sum(flat) / 5) ** 2 for v in flat) / 5)
+    start = (0.9 + 0.81 + 0.9) / 3  # the three commands played from the start state
+    expected = [[(0.9 - start) / (std + 1e-4), 0.0], [(0.81 - start) / (std + 1e-4), (0.9 - start) / (std + 1e-4), 0.0]]
+    by_state = turn_normalised(rewards, 0.9, "state", [sa, sb])
+    assert by_state == [pytest.approx(e, abs=1e-6) for e in expected]
+    assert by_state[1][0] < 0 < by_state[0][0]  # the refused command loses to the one played there instead
+    # a state only one turn reached falls back to the turns at its progress
+    lone = turn_normalised([[0.0, 1.0], [0.0, 1.0]], 0.9, "state", [["s", "x"], ["t", "y"]])
+    assert lone == turn_normalised([[0.0, 1.0], [0.0, 1.0]], 0.9, "progress")
+    assert state_normalised([[1.0], [0.0]], [["s"], ["s"]], [[0.0], [0.0]])[0][0] > 0
+    with pytest.raises(ValueError, match="state key"):
+        turn_normalised(rewards, 0.9, "state")
 
 
 def test_turn_rewards_add_up_to_the_outcome():
@@ -187,7 +225,7 @@ def test_grpo_turn_credit_gives_each_turn_its_group_normalised_return(tmp_path):
             assert (ep[1] > 0) == (reward > sum(outcome) / len(outcome))
 
 
-@pytest.mark.parametrize("turn_baseline", ["group", "turn_index", "progress"])
+@pytest.mark.parametrize("turn_baseline", ["group", "turn_index", "progress", "state"])
 def test_sparring_grpo_turn_credit_trains_an_extending_game_as_one_sequence(tmp_path, turn_baseline):
     from sparring.engine.play import Arena
     from sparring.models.scripted import ScriptedModel
@@ -213,7 +251,9 @@ def test_sparring_grpo_turn_credit_trains_an_extending_game_as_one_sequence(tmp_
         assert any(len(it.turns) > 1 for it in c.items)
         trainer.advantages(c)
         normalise = {"group": group_normalised, "turn_index": index_normalised,
-                     "progress": lambda rtg: progress_normalised(rtg, [progress_before(c.rewards[k]) for k in keys])}
+                     "progress": lambda rtg: progress_normalised(rtg, [progress_before(c.rewards[k]) for k in keys]),
+                     "state": lambda rtg: state_normalised(rtg, [c.states[k] for k in keys],
+                                                           [progress_before(c.rewards[k]) for k in keys])}
         for group in set(c.groups.values()):
             keys = [k for k in c.rewards if c.groups[k] == group]
             for k, adv in zip(keys, normalise[turn_baseline]([returns_to_go(c.rewards[k]) for k in keys]),

@@ -90,3 +90,21 @@ def test_textworld_turn_rl_credits_each_command_against_the_same_turn_of_its_gro
     assert (config.credit, config.turn_baseline, config.engine) == ("turn", "turn_index", "sparring")
     assert config.max_steps == size["grpo_steps"] and config.experiment["game_args"]["failure_penalty"] > 0
     assert tt.START == "textworld-easy-rl-start"  # the start textworld-easy-rl registers, reused when present
+
+
+def test_textworld_turn_rl_state_changes_only_the_baseline_of_the_refused_run(tmp_path: Path):
+    """textworld-turn-rl-state: textworld-turn-rl-refused's sizes and settings with each command
+    measured against the commands played from the same game state."""
+    from sparring.learning.experiments import textworld_turn_rl_refused as refused
+    from sparring.learning.experiments import textworld_turn_rl_state as state
+    from sparring.learning.experiments.textworld_rl import arm_config
+    from sparring.train.online.config import OnlineConfig
+
+    ctx = Context(out=tmp_path, size="full", model="smollm2-135m", label="smollm2-135m")
+    size = state.SIZES["full"]
+    assert size == refused.SIZES["full"] and size["invalid_penalty"] == 0.05
+    assert {k: v for k, v in state.ARM_STATE[1].items() if k != "turn_baseline"} == {
+        k: v for k, v in refused.ARM_REFUSED[1].items() if k != "turn_baseline"}
+    config = OnlineConfig.model_validate(arm_config(ctx, size, "start", "grpo",
+                                                    te.arm_settings(ctx, size, state.ARM_STATE[1])))
+    assert (config.credit, config.turn_baseline, config.gamma) == ("turn", "state", 0.9)

@@ -49,7 +49,8 @@ SIZES: dict[str, dict[str, Any]] = {"quick": dict(easy.SIZES["quick"]), "full": 
 
 
 # the per-step credit designs compared on an arm's own training games (`credit_by_command` in its stage)
-CREDIT_DESIGNS = {"turn_index, gamma 1": ("turn_index", 1.0), "progress, gamma 0.9": ("progress", 0.9)}
+CREDIT_DESIGNS = {"turn_index, gamma 1": ("turn_index", 1.0), "progress, gamma 0.9": ("progress", 0.9),
+                  "state, gamma 0.9": ("state", 0.9)}
 
 
 def command_labels(record: Any) -> list[str]:
@@ -80,7 +81,8 @@ def run_from(ctx: Context, name: str, size: dict[str, Any], start_stage: str,
     start_m = easy.measure(ctx, alias, f"{name}-start", size)
     origin = "textworld-easy-rl's SFT start" if start_stage == START else f"an SFT start on {size['train']} gold games"
     against = {"turn_index": "the group's commands at the same turn number",
-               "progress": "the group's commands made at the same score", "group": "every command of the group"}
+               "progress": "the group's commands made at the same score", "group": "every command of the group",
+               "state": "the group's commands played from the same game state"}
     exp = Experiment(name=name, description="TextWorld cooking in one-room, one-ingredient worlds: GRPO with per-step "
                      f"credit (each command's return-to-go from the game's score, gamma {arm_spec[1]['gamma']:g}, "
                      f"against {against[arm_spec[1]['turn_baseline']]}) from {origin}; the start and the trained "

@@ -85,14 +85,16 @@ class OnlineConfig(TuningSettings):
         "episode", description="episode: every token of an episode gets its group-relative episode reward; turn: "
                                "each learner turn gets its return-to-go (its step rewards and what follows), "
                                "normalised over every turn of its group (critic-free turn credit for long games)")
-    turn_baseline: Literal["group", "turn_index", "progress"] = Field(
+    turn_baseline: Literal["group", "turn_index", "progress", "state"] = Field(
         "group", description="credit: turn — what a turn's return-to-go is measured against: group: the mean of "
                              "every turn of its group (an early turn of a game that scores as it goes gains, the "
                              "last loses); turn_index: the mean of the group's turns at the same turn number (the "
                              "k-th move of every game of the instance); progress: the mean of the group's turns "
                              "made with the same reward collected before them (one score state; with gamma < 1 "
-                             "a wasted command loses to one that scores); all divided by the group's std over "
-                             "every turn")
+                             "a wasted command loses to one that scores); state: the mean of the group's turns "
+                             "taken from the same game state, the same accepted replies of every player before "
+                             "them (GiGPO's anchor states; a state only one turn reached: as progress); all "
+                             "divided by the group's std over every turn")
     gamma: float = Field(1.0, ge=0.0, le=1.0, description="turn credit and PPO: discount of later rewards")
     ppo: PPOSettings = Field(default_factory=PPOSettings, description="PPO's settings (algorithm: ppo)")
     sequences_per_episode: int = Field(

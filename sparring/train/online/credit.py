@@ -9,7 +9,8 @@ episode's reward. From those:
 - `returns_to_go`: G_t = r_t + γ G_{t+1} (the critic-free turn credit: normalised within a
   group of episodes of the same instance, `group_normalised`; against the group's turns at the
   same turn number, `index_normalised`; at the same progress, the reward collected before the
-  turn, `progress_normalised`);
+  turn, `progress_normalised`; from the same game state, `state_normalised`, GiGPO's anchor
+  states, with `turn_states` keying each turn by the accepted actions before it);
 - `gae`: generalised advantage estimation over the turns, A_t = Σ_k (γλ)^k δ_{t+k} with
   δ_t = r_t + γ V_{t+1} − V_t and V after the last turn 0; returns R_t = A_t + V_t (the value
   targets).
@@ -17,6 +18,7 @@ episode's reward. From those:
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -108,6 +110,41 @@ def progress_normalised(per_episode: Sequence[Sequence[float]], progress: Sequen
     return _keyed_normalised(per_episode, [[round(p, 6) for p in ps] for ps in progress], eps)
 
 
+def state_normalised(per_episode: Sequence[Sequence[float]], states: Sequence[Sequence[str]],
+                     progress: Sequence[Sequence[float]], eps: float = 1e-4) -> list[list[float]]:
+    """Each turn's value minus the mean of the group's turns taken from the same game state (GiGPO's
+    anchor states: `states` from `turn_states`), divided by the standard deviation over every turn
+    of the group (+ eps). Why: at one state the commands played there are compared only with each
+    other — a command refused there (which changes nothing, so the next turn is at the same state
+    again) against the one that would have worked — where the same-turn or same-score baselines mix
+    states (TextWorld's `take knife` with the drawer open and closed). A state only one turn reached
+    is measured against the group's turns at its progress (`progress_normalised`'s key) instead."""
+    counts: dict[str, int] = {}
+    for ks in states:
+        for k in ks:
+            counts[k] = counts.get(k, 0) + 1
+    keys = [[("state", k) if counts[k] > 1 else ("progress", round(p, 6)) for k, p in zip(ks, ps, strict=True)]
+            for ks, ps in zip(states, progress, strict=True)]
+    return _keyed_normalised(per_episode, keys, eps)
+
+
+def turn_states(record: Any, calls: Sequence[int]) -> list[str]:
+    """Each turn's game state as a key (`calls`: indices into `record.calls`, in order): what every
+    player's accepted replies were before it, in order. Two turns of one instance (a group) with
+    the same key are in the same state of a game that is deterministic given its instance (its
+    seed); a reply the game refused changed nothing and is left out."""
+    keys, seen = [], hashlib.sha256()
+    taken = set(calls)
+    for i, call in enumerate(record.calls):
+        if i in taken:
+            keys.append(seen.copy().hexdigest()[:16])
+        if call.op == "generate" and not call.rejected and call.completions:
+            text = call.completions[call.chosen or 0].text or ""
+            seen.update(f"{call.player}\x00{' '.join(text.split()).lower()}\x01".encode())
+    order = {i: n for n, i in enumerate(sorted(taken))}
+    return [keys[order[i]] for i in calls]
+
+
 def progress_before(rewards: Sequence[float]) -> list[float]:
     """The reward collected before each turn (0 before the first)."""
     out, total = [], 0.0
@@ -118,12 +155,17 @@ def progress_before(rewards: Sequence[float]) -> list[float]:
 
 
 def turn_normalised(rewards: Sequence[Sequence[float]], gamma: float = 1.0,
-                    baseline: str = "group") -> list[list[float]]:
+                    baseline: str = "group", states: Sequence[Sequence[str]] | None = None) -> list[list[float]]:
     """A group's turn rewards as advantages: each turn's return-to-go (discount `gamma`) normalised
     against `baseline` (`OnlineConfig.turn_baseline`): every turn of the group
-    (`group_normalised`), its turn number (`index_normalised`) or its progress, the reward collected
-    before it (`progress_normalised`)."""
+    (`group_normalised`), its turn number (`index_normalised`), its progress, the reward collected
+    before it (`progress_normalised`), or its game state (`state_normalised`, with each turn's key
+    in `states`)."""
     returns = [returns_to_go(r, gamma) for r in rewards]
+    if baseline == "state":
+        if states is None:
+            raise ValueError("turn_baseline 'state' needs each turn's state key (turn_states)")
+        return state_normalised(returns, states, [progress_before(r) for r in rewards])
     if baseline == "progress":
         return progress_normalised(returns, [progress_before(r) for r in rewards])
     return (index_normalised if baseline == "turn_index" else group_normalised)(returns)

@@ -177,18 +177,20 @@ class EpisodeRollout:
     def turn_credit(self, records: list[Any], sequences: list[list[Sequence]]) -> list[list[float]]:
         """Turn credit: each sequence (one learner call) gets its return-to-go, normalised over
         every turn of the group's episodes (`turn_baseline`: against all of them or those at its
-        turn number or score state; failed episodes have no turns)."""
-        from sparring.train.online.credit import turn_normalised, turn_rewards
+        turn number, score state or game state; failed episodes have no turns)."""
+        from sparring.train.online.credit import turn_normalised, turn_rewards, turn_states
 
         g = self.num_generations
         rewards: list[list[float]] = []
+        states: list[list[str]] = []
         for rec, seqs, job in zip(records, sequences, self._last_jobs, strict=True):
             reward = self.reward(rec, self.player_of(job))
             calls = [s.calls[0] for s in seqs]
             rewards.append([] if reward is None else turn_rewards(rec, calls, reward))
+            states.append([] if reward is None else turn_states(rec, calls))
         out: list[list[float]] = []
         for i in range(0, len(rewards), g):
-            out += turn_normalised(rewards[i:i + g], self.gamma, self.turn_baseline)
+            out += turn_normalised(rewards[i:i + g], self.gamma, self.turn_baseline, states[i:i + g])
         return out
 
     def player_of(self, job: Any) -> str:

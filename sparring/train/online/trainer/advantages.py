@@ -139,11 +139,13 @@ def ppo_credit(items: list[Item], rewards: dict[Key, list[float]], kl: dict[Key,
 
 
 def grpo_credit(rewards: dict[Key, list[float]], groups: dict[Key, int], baselines: Baselines, credit: str,
-                gamma: float, turn_baseline: str = "group") -> Credit:
+                gamma: float, turn_baseline: str = "group",
+                states: dict[Key, list[str]] | None = None) -> Credit:
     """Every turn of a seat's game gets the seat's advantage (or, with `credit: turn`, its
     return-to-go normalised over the group's turns: against all of them, those at its turn number
-    (`turn_baseline: turn_index`) or those at its score state (`progress`)); stats: groups without
-    any advantage, the mean absolute advantage, RAE's running baselines."""
+    (`turn_baseline: turn_index`), those at its score state (`progress`) or those from its game
+    state (`state`, keyed by `states`)); stats: groups without any advantage, the mean absolute
+    advantage, RAE's running baselines."""
     from sparring.train.online.credit import turn_normalised
 
     adv: dict[Key, list[float]] = {}
@@ -152,7 +154,8 @@ def grpo_credit(rewards: dict[Key, list[float]], groups: dict[Key, int], baselin
         for k in rewards:
             by_group.setdefault(groups[k], []).append(k)
         for keys in by_group.values():
-            normalised = turn_normalised([rewards[k] for k in keys], gamma, turn_baseline)
+            normalised = turn_normalised([rewards[k] for k in keys], gamma, turn_baseline,
+                                         [states[k] for k in keys] if turn_baseline == "state" and states else None)
             adv.update(zip(keys, normalised, strict=True))
     else:
         episode = {k: sum(r) for k, r in rewards.items()}

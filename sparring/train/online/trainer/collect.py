@@ -45,6 +45,7 @@ class Collected:
         self.items: list[Item] = []
         self.rewards: dict[Key, list[float]] = {}  # (episode, seat) -> turn rewards (sum = episode reward)
         self.groups: dict[Key, int] = {}
+        self.states: dict[Key, list[str]] = {}  # (episode, seat) -> each turn's game state (turn_baseline: state)
         self.kept: dict[int, Any] = {}
 
     def seat_rewards(self) -> dict[str, float]:

@@ -143,7 +143,7 @@ class OnlineTrainer:
 
     def collect(self, step: int) -> Collected:
         """Play this step's games and cut each trained seat's turns into training items."""
-        from sparring.train.online.credit import turn_rewards
+        from sparring.train.online.credit import turn_rewards, turn_states
         from sparring.train.online.rollout import LEARNER
         from sparring.train.online.sequence import check_sampled, learner_sequences
         from sparring.train.policy import merged_adapter
@@ -173,7 +173,10 @@ class OnlineTrainer:
                 if reward is None or not seqs:
                     continue
                 key = (e, player)
-                c.rewards[key] = turn_rewards(rec, [i for q in seqs for i in q.calls], reward)
+                turns = [i for q in seqs for i in q.calls]
+                c.rewards[key] = turn_rewards(rec, turns, reward)
+                if self.config.turn_baseline == "state":
+                    c.states[key] = turn_states(rec, turns)
                 c.groups[key] = group
                 c.kept[e] = rec
                 c.items += items_of(e, seqs, player, record=rec)
@@ -251,7 +254,7 @@ class OnlineTrainer:
             self.credit = ppo_credit(c.items, c.rewards, kl, self.ppo, self.config.gamma)
         else:
             self.credit = grpo_credit(c.rewards, c.groups, self.baselines, self.config.credit, self.config.gamma,
-                                      self.config.turn_baseline)
+                                      self.config.turn_baseline, c.states)
         return {**stats, **self.credit.stats}
 
     def _losses(self, batch: list[Item], cost: StepCost) -> tuple[Any, dict[str, Any]]:
