@@ -179,6 +179,8 @@ class EpisodeDriver:
                 c.turn = self.moves
                 if fb.reward is not None and c.player == player:
                     c.step_reward = float(fb.reward)
+                if not fb.changed and c.player == player:
+                    c.meta["unchanged"] = True  # taken, but the game's state is as it was (turn_states)
             self.moves += 1
             if fb.accepted:
                 if action.probs is not None:

@@ -109,13 +109,17 @@ class Feedback(Strict):
     """Result of `act`: accepted, or a correction shown only to the actor (who retries), or abort.
     `reward`: what this action earned the actor now, for games that score steps (TextWorld: the
     score's increase); None for games scored only by their outcome. A game's step rewards add up
-    to (at most) its outcome reward; trainers credit the rest to the last step."""
+    to (at most) its outcome reward; trainers credit the rest to the last step. `changed`: False
+    for an action the game took (it cost a turn) that left its state as it was (TextWorld's command
+    the simulator does not know): per-state credit (`turn_baseline: state`) then keys the next turn
+    at the same state, as after a refused reply."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     accepted: bool = True
     correction: str | None = None
     abort: str | None = None
     reward: float | None = None
+    changed: bool = True
 
 
 ACCEPTED = Feedback()  # shared: constructing one per accepted action is measurable engine overhead

@@ -92,7 +92,7 @@ def test_the_progress_baseline_measures_each_turn_against_turns_made_at_the_same
 
 def _game(*moves: tuple[str, str, bool]) -> SimpleNamespace:
     """A record whose calls are (player, reply, refused) in order."""
-    return SimpleNamespace(calls=[SimpleNamespace(player=p, op="generate", rejected=r, chosen=None,
+    return SimpleNamespace(calls=[SimpleNamespace(player=p, op="generate", rejected=r, chosen=None, meta={},
                                                   completions=[SimpleNamespace(text=t)]) for p, t, r in moves])
 
 
@@ -109,6 +109,10 @@ def test_the_state_baseline_compares_the_commands_played_from_one_game_state():
     assert turn_states(b, [2]) == [sb[2]]  # a turn's key does not depend on which other turns are asked for
     other = _game(("Q", "open drawer", False), ("P", "take knife", False))  # another player's move counts too
     assert turn_states(other, [1]) != [sa[1]]
+    # a command the game took without changing its state (TextWorld's unknown command) counts as refused
+    taken = _game(("P", "take knife", False), ("P", "open drawer", False), ("P", "take knife", False))
+    taken.calls[0].meta["unchanged"] = True
+    assert turn_states(taken, [0, 1, 2]) == sb
     rewards = [[0.0, 1.0], [0.0, 0.0, 1.0]]
     returns = [returns_to_go(r, 0.9) for r in rewards]  # [0.9, 1], [0.81, 0.9, 1]
     flat = returns[0] + returns[1]

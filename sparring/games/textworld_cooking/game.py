@@ -296,7 +296,8 @@ class TextWorldCookingGame(Game[CookingInstance, CookingState]):
             state.lease.release()
         penalty = (self.config.failure_penalty if state.failure else 0.0) + (
             self.config.invalid_penalty if matched is None else 0.0)
-        return Feedback(reward=state.score - before - penalty)  # the step's share of the reward: they add up to it
+        # the step's share of the reward (they add up to it); a command the simulator does not know changed nothing
+        return Feedback(reward=state.score - before - penalty, changed=matched is not None)
 
     def _event(self, state: CookingState, player: str, tag: str, content: str, **meta: Any) -> None:
         state.events.append(new(Event, index=len(state.events), player=player, tag=tag, content=content,

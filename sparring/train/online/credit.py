@@ -132,13 +132,14 @@ def turn_states(record: Any, calls: Sequence[int]) -> list[str]:
     """Each turn's game state as a key (`calls`: indices into `record.calls`, in order): what every
     player's accepted replies were before it, in order. Two turns of one instance (a group) with
     the same key are in the same state of a game that is deterministic given its instance (its
-    seed); a reply the game refused changed nothing and is left out."""
+    seed); a reply the game refused, or took without changing its state (`Feedback.changed`,
+    recorded as the call's `meta["unchanged"]`), is left out."""
     keys, seen = [], hashlib.sha256()
     taken = set(calls)
     for i, call in enumerate(record.calls):
         if i in taken:
             keys.append(seen.copy().hexdigest()[:16])
-        if call.op == "generate" and not call.rejected and call.completions:
+        if call.op == "generate" and not call.rejected and not call.meta.get("unchanged") and call.completions:
             text = call.completions[call.chosen or 0].text or ""
             seen.update(f"{call.player}\x00{' '.join(text.split()).lower()}\x01".encode())
     order = {i: n for n, i in enumerate(sorted(taken))}

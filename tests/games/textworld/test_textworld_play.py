@@ -64,6 +64,8 @@ def test_a_lost_player_runs_out_of_steps_with_its_invalid_commands_counted(recor
         m = r.outcome.metrics
         assert m["end"] == "max_steps" and m["steps"] == 20 and not m["success"]
         assert m["n_invalid"] == 13 and m["invalid_rate"] == pytest.approx(0.65)  # 7 x "dance", 6 x ""
+        # taken (a step spent) but the world as it was: per-state credit keys the next command at the same state
+        assert sum(bool(c.meta.get("unchanged")) for c in r.calls) == 13 and not any(c.rejected for c in r.calls)
 
 
 def test_sft_export_of_gold_episodes_gives_one_row_per_command(records):
