@@ -42,7 +42,7 @@ def credit_by_action(records: Sequence[Any], num_generations: int, player: str,
             calls, reward = learner_turns(rec, player)
             rewards.append(turn_rewards(rec, calls, reward))
             names.append(labels(rec)[:len(calls)])
-            states.append(turn_states(rec, calls))
+            states.append(turn_states(rec, calls) if any(b == "state" for b, _ in designs.values()) else [])
         turns.append((rewards, names, states))
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for name, (baseline, gamma) in designs.items():

@@ -13,7 +13,10 @@ from sparring.train.online.credit import turn_normalised
 
 
 def game(instance: str, commands: list[tuple[str, bool, float]], outcome: float, repeat: int) -> SimpleNamespace:
-    calls = [SimpleNamespace(player="player", op="generate", step_reward=r) for _, _, r in commands]
+    # as TextWorld records them: an unknown command is taken (a step spent) and changes nothing
+    calls = [SimpleNamespace(player="player", op="generate", step_reward=r, rejected=False, chosen=None,
+                             meta={} if ok else {"unchanged": True}, completions=[SimpleNamespace(text=c)])
+             for c, ok, r in commands]
     events = [SimpleNamespace(tag="command", content=c, meta={"valid": ok}) for c, ok, _ in commands]
     return SimpleNamespace(instance_id=instance, calls=calls, events=events, repeat=repeat,
                            outcome=SimpleNamespace(rewards={"player": outcome}))
@@ -27,14 +30,18 @@ def test_each_command_gets_the_advantage_its_group_gave_it_under_each_design():
     other = [game("w2", [("look around", True, 0.0)], 0.0, repeat=2), game("w2", [("look around", True, 0.0)], 0.0,
                                                                             repeat=3)]
     assert command_labels(slow) == ["take knife (refused)", "open cutlery", "take knife"]
-    designs = {"index": ("turn_index", 1.0), "score": ("progress", 0.9)}
+    designs = {"index": ("turn_index", 1.0), "score": ("progress", 0.9), "state": ("state", 0.9)}
     out = credit_by_action([other[0], fast, other[1], slow], 2, "player", command_labels, designs)
+    # the state keys: fast's take knife, slow's refused one and slow's open drawer are at the start
+    start, after_knife, after_open = "s", "k", "o"
+    states = [[start, after_knife], [start, start, after_open]]
     for name, (baseline, gamma) in designs.items():
-        fast_adv, slow_adv = turn_normalised([[0.5, 0.5], [0.0, 0.0, 0.5]], gamma, baseline)
+        fast_adv, slow_adv = turn_normalised([[0.5, 0.5], [0.0, 0.0, 0.5]], gamma, baseline, states)
         knife = [fast_adv[0], slow_adv[2]]
         assert out[name]["take knife"] == {"n": 2, "mean": pytest.approx(sum(knife) / 2, abs=1e-4),
                                            "above_zero": sum(a > 1e-9 for a in knife)}
         assert out[name]["take knife (refused)"]["mean"] == pytest.approx(slow_adv[0], abs=1e-4)
         assert out[name]["look around"] == {"n": 2, "mean": 0.0, "above_zero": 0}  # its own group: all equal
     assert out["score"]["take knife (refused)"]["mean"] < 0  # the refused try loses to the one that scored
+    assert out["state"]["take knife (refused)"]["mean"] < 0 < out["state"]["take knife"]["mean"]
     assert list(credit_by_action([fast, slow], 2, "player", command_labels, designs, top=1)["index"]) == ["take knife"]
