@@ -13,7 +13,9 @@ information sets a probability for each legal move.
   the time, bluffs the Jack after a check a third of the time. The game's value is -1/18 for the first
   to act;
 - `exploitability(strategy)`: what a best response wins per hand against the strategy, averaged over
-  the strategy's two seats (0 exactly at an equilibrium; 1/3 for "always bet and call").
+  the strategy's two seats (0 exactly at an equilibrium; 1/3 for "always bet and call");
+- `payoff(strategy, other)`: the exact chips a hand against another strategy, both seats (e.g.
+  `CARD_RULE`, the held-out scripted rule), and `greedy(strategy)`, what greedy decoding plays.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 CARDS = ("J", "Q", "K")
 GAME_VALUE_FIRST = -1.0 / 18.0
@@ -105,6 +107,29 @@ def value(first: Mapping[str, Mapping[str, float]], second: Mapping[str, Mapping
         check = (1 - s["check"][y]) * sd + s["check"][y] * (f["check bet"][x] * 2 * sd - (1 - f["check bet"][x]))
         total += f[""][x] * bet + (1 - f[""][x]) * check
     return total / 6
+
+
+def payoff(strategy: Mapping[str, Mapping[str, float]], other: Mapping[str, Mapping[str, float]]) -> float:
+    """`strategy`'s expected chips a hand against `other`, averaged over the two seats (what the
+    learning suite's held-out payoff per hand estimates from dealt hands)."""
+    return (value(strategy, other) - value(other, strategy)) / 2
+
+
+def greedy(strategy: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+    """The pure strategy that plays each information set's likeliest move (what greedy decoding of
+    a scored strategy plays; a tie goes to the first move listed)."""
+    return {k: {m: 1.0 if m == max(moves, key=lambda x: moves[x]) else 0.0 for m in moves}
+            for k, moves in strategy.items()}
+
+
+def _pure(aggressive: Callable[[str, str], bool]) -> dict[str, dict[str, float]]:
+    return {infoset_key(c, h): ({_AGGRESSIVE[h]: 1.0, _PASSIVE[h]: 0.0} if aggressive(c, h)
+                                else {_AGGRESSIVE[h]: 0.0, _PASSIVE[h]: 1.0}) for h in HISTORIES for c in CARDS}
+
+
+# the scripted `textarena-kuhn-rule` player (the held-out opponent): bet and call with the King, check
+# and call with the Queen, check and fold with the Jack
+CARD_RULE = _pure(lambda card, history: card == "K" or (card == "Q" and history in ("bet", "check bet")))
 
 
 def best_response_values(strategy: Mapping[str, Mapping[str, float]]) -> dict[str, float]:

@@ -69,6 +69,9 @@ def test_the_card_experiment_scores_the_whole_strategy_and_its_exploitability(mo
     monkeypatch.setattr(card, "scored_strategy", lambda ctx, alias, records, agent: kuhn.equilibrium(1 / 6))
     out = card.full_strategy(None, "policy", demos)
     assert out["exploitability"] == 0.0 and out["best_response"] == {"vs_first": 0.0556, "vs_second": -0.0556}
+    # the equilibrium neither wins nor loses against the held-out rule; greedy (its ties at 0.5 broken
+    # to the first move) it wins 1/12 a hand
+    assert out["payoff_vs_rule"] == {"scored": 0.0, "greedy": 0.0833}
     always = {k: {"bet": 1.0, "call": 1.0} for k in kuhn.INFOSETS}
     monkeypatch.setattr(card, "scored_strategy", lambda ctx, alias, records, agent: always)
     assert card.full_strategy(None, "policy", demos)["exploitability"] == 0.3333

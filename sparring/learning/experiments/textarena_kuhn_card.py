@@ -39,7 +39,15 @@ from sparring.learning.extras import require_extra
 from sparring.learning.registry import experiment
 from sparring.learning.report import plot_training
 from sparring.learning.results import Experiment, Stage
-from sparring.stats.kuhn import INFOSETS, best_response_values, card_dependence, exploitability
+from sparring.stats.kuhn import (
+    CARD_RULE,
+    INFOSETS,
+    best_response_values,
+    card_dependence,
+    exploitability,
+    greedy,
+    payoff,
+)
 
 DEMONSTRATOR = "textarena-kuhn-equilibrium"
 TRAIN_OPPONENT = "textarena-random-per-game"
@@ -56,6 +64,9 @@ def full_strategy(ctx: Context, alias: str, demos: Played) -> dict[str, Any]:
         out["exploitability"] = round(exploitability(scored), 4)
         out["card_dependence"] = round(card_dependence(scored), 4)
         out["best_response"] = {k: round(v, 4) for k, v in best_response_values(scored).items()}
+        # exact chips a hand against the held-out rule, sampled and greedy (the held-out games are greedy)
+        out["payoff_vs_rule"] = {"scored": round(payoff(scored, CARD_RULE), 4),
+                                 "greedy": round(payoff(greedy(scored), CARD_RULE), 4)}
     else:
         out["exploitability"] = None
         out["missing_infosets"] = [k for k in INFOSETS if k not in scored]

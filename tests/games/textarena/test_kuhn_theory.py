@@ -120,3 +120,30 @@ def test_the_equilibrium_player_plays_whole_hands_and_reaches_every_information_
     assert all(r.status == "complete" for r in records)
     seen = {kuhn.read_infoset(c.messages[-1].content)[0] for r in records for c in r.calls}
     assert seen == set(kuhn.INFOSETS)
+
+
+def test_the_card_rule_is_the_scripted_rule_and_its_best_response_wins_a_sixth():
+    """`CARD_RULE` plays what `textarena-kuhn-rule` plays at every information set; `payoff` is exact
+    (0 against itself, an equilibrium never loses), and the best of the 4,096 pure strategies wins
+    1/6 a hand against the rule — `greedy` of a strategy reads off what greedy decoding plays."""
+    from sparring.games.textarena.scripted import kuhn_rule
+
+    legal = {"": "'[check]', '[bet]'", "check": "'[check]', '[bet]'", "bet": "'[fold]', '[call]'",
+             "check bet": "'[fold]', '[call]'"}
+    for history in kuhn.HISTORIES:
+        for card in kuhn.CARDS:
+            moves = "".join(f"\n[Player {i % 2}] [{m}]" for i, m in enumerate(history.split()))
+            text = (f"[GAME] ### Starting round 1 out of 1 rounds. Your card is: '{card}'{moves}\n"
+                    f"[GAME] Your available actions are: {legal[history]}")
+            request = GenerateRequest(messages=[Message(role="user", content=text)])
+            key = kuhn.read_infoset(text)[0]
+            played = kuhn_rule(request).strip("[]")
+            assert kuhn.CARD_RULE[key][played] == 1.0, (key, played)
+    assert kuhn.payoff(kuhn.CARD_RULE, kuhn.CARD_RULE) == 0.0
+    assert kuhn.payoff(kuhn.equilibrium(1 / 6), kuhn.CARD_RULE) >= -1e-12
+    pures = [{k: {m: float(bits >> i & 1 if m in ("bet", "call") else 1 - (bits >> i & 1)) for m in moves}
+              for i, (k, moves) in enumerate(kuhn.CARD_RULE.items())} for bits in range(4096)]
+    assert max(kuhn.payoff(p, kuhn.CARD_RULE) for p in pures) == pytest.approx(1 / 6)
+    mixed = {k: {m: 0.6 if m in ("bet", "call") else 0.4 for m in moves} for k, moves in kuhn.CARD_RULE.items()}
+    assert kuhn.greedy(mixed) == {k: {m: 1.0 if m in ("bet", "call") else 0.0 for m in moves}
+                                  for k, moves in kuhn.CARD_RULE.items()}
