@@ -15,20 +15,24 @@ from typing import Any
 from sparring.train.online.credit import turn_normalised, turn_rewards, turn_states
 
 
-def learner_turns(record: Any, player: str) -> tuple[list[int], float]:
-    """The learner's generate calls (indices into `record.calls`) and its outcome reward."""
+def learner_turns(record: Any, player: str, format_penalty: float = 0.0) -> tuple[list[int], float]:
+    """The learner's generate calls (indices into `record.calls`) and its reward as the trainer
+    computed it: the outcome's, less `format_penalty` per rejected reply (the rollout's `reward`)."""
     calls = [i for i, c in enumerate(record.calls) if c.player == player and c.op == "generate"]
     reward = float((record.outcome.rewards if record.outcome else {}).get(player, 0.0))
-    return calls, reward
+    rejected = sum(1 for c in record.calls if c.player == player and c.rejected)
+    return calls, reward - format_penalty * rejected
 
 
 def credit_by_action(records: Sequence[Any], num_generations: int, player: str,
                      labels: Callable[[Any], list[str]],
-                     designs: dict[str, tuple[str, float]], top: int = 12) -> dict[str, dict[str, dict[str, Any]]]:
+                     designs: dict[str, tuple[str, float]], top: int = 12,
+                     format_penalty: float = 0.0) -> dict[str, dict[str, dict[str, Any]]]:
     """Per design (name -> (turn_baseline, gamma)): the `top` most played action labels with their
     count, mean advantage and how many of them had an advantage above 0. `records` are the kept
     training games, grouped as GRPO grouped them (`num_generations` games of one prompt, from each
-    record's `repeat`). `labels(record)` names each learner turn's action, in order."""
+    record's `repeat`). `labels(record)` names each learner turn's action, in order; pass the arm's
+    `format_penalty` so the rewards are the ones it trained on."""
     from sparring.train.online.trainer.collect import game_group
 
     groups: dict[tuple[int, int], list[Any]] = {}
@@ -39,7 +43,7 @@ def credit_by_action(records: Sequence[Any], num_generations: int, player: str,
     for group in groups.values():
         rewards, names, states = [], [], []
         for rec in group:
-            calls, reward = learner_turns(rec, player)
+            calls, reward = learner_turns(rec, player, format_penalty)
             rewards.append(turn_rewards(rec, calls, reward))
             names.append(labels(rec)[:len(calls)])
             states.append(turn_states(rec, calls) if any(b == "state" for b, _ in designs.values()) else [])

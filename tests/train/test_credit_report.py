@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from sparring.learning.credit_report import credit_by_action
+from sparring.learning.credit_report import credit_by_action, learner_turns
 from sparring.learning.experiments.textworld_turn_rl import command_labels
 from sparring.train.online.credit import turn_normalised
 
@@ -45,3 +45,18 @@ def test_each_command_gets_the_advantage_its_group_gave_it_under_each_design():
     assert out["score"]["take knife (refused)"]["mean"] < 0  # the refused try loses to the one that scored
     assert out["state"]["take knife (refused)"]["mean"] < 0 < out["state"]["take knife"]["mean"]
     assert list(credit_by_action([fast, slow], 2, "player", command_labels, designs, top=1)["index"]) == ["take knife"]
+
+
+def test_the_rewards_are_the_ones_the_arm_trained_on_format_penalty_included():
+    # the rollout's reward: the outcome less format_penalty per rejected reply of the learner
+    rec = game("w1", [("take knife", True, 0.5), ("eat meal", True, 0.5)], 1.0, repeat=0)
+    rec.calls[0].rejected = True
+    rec.calls.append(SimpleNamespace(player="partner", op="generate", rejected=True, meta={}))
+    assert learner_turns(rec, "player") == ([0, 1], 1.0)
+    assert learner_turns(rec, "player", format_penalty=0.1) == ([0, 1], pytest.approx(0.9))
+    designs = {"index": ("turn_index", 1.0)}
+    other = game("w1", [("take knife", True, 0.5), ("eat meal", True, 0.5)], 1.0, repeat=1)
+    plain = credit_by_action([rec, other], 2, "player", command_labels, designs)
+    charged = credit_by_action([rec, other], 2, "player", command_labels, designs, format_penalty=0.1)
+    assert plain["index"]["eat meal"]["mean"] == 0.0  # the same games, the same rewards
+    assert charged["index"]["eat meal"]["above_zero"] == 1  # the game without the rejected reply scored more

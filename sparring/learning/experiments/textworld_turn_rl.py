@@ -107,7 +107,8 @@ def run_from(ctx: Context, name: str, size: dict[str, Any], start_stage: str,
     rollouts = trained.out / ROLLOUTS
     if (rollouts / "episodes.jsonl").exists():  # what each credit design gave each command of the training games
         exp.stages[-1].info["credit_by_command"] = credit_by_action(
-            list(iter_records(rollouts)), size["generations"], "player", command_labels, CREDIT_DESIGNS)
+            list(iter_records(rollouts)), size["generations"], "player", command_labels, CREDIT_DESIGNS,
+            format_penalty=settings.get("format_penalty", 0.0))
     curves = trained.curves(("step", *easy.CURVE_KEYS))
     plot_training({arm: curves}, ctx.out / "curves" / f"{name}-training.png", easy.TRAINING_PANELS)
     gold_won = rate([bool(r.outcome and r.outcome.metrics["success"]) for r in gold.records]).value
