@@ -27,7 +27,8 @@ from sparring.learning.results import Experiment
 
 NAME = "textworld-turn-rl-state"
 ARM_STATE = ("grpo-state", {**refused.ARM_REFUSED[1], "turn_baseline": "state"})
-# full: as textworld-turn-rl-refused (~42 min with textworld-turn-rl-256's start reused, ~60 fitting it)
+# full: as textworld-turn-rl-refused: ~35 min with textworld-turn-rl-256's start reused; fitting it here took
+# 64.4 min on 2026-12-05 (its SFT 1,773 s, against 1,086 s in textworld-turn-rl-256's own run)
 SIZES: dict[str, dict[str, Any]] = refused.SIZES
 
 
