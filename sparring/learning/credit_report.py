@@ -12,16 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sparring.train.online.credit import turn_normalised, turn_rewards, turn_states
+from sparring.train.online.credit import learner_reward, turn_normalised, turn_rewards, turn_states
 
 
 def learner_turns(record: Any, player: str, format_penalty: float = 0.0) -> tuple[list[int], float]:
     """The learner's generate calls (indices into `record.calls`) and its reward as the trainer
-    computed it: the outcome's, less `format_penalty` per rejected reply (the rollout's `reward`)."""
+    computed it (`learner_reward`: the outcome's, less `format_penalty` per rejected reply)."""
     calls = [i for i, c in enumerate(record.calls) if c.player == player and c.op == "generate"]
-    reward = float((record.outcome.rewards if record.outcome else {}).get(player, 0.0))
-    rejected = sum(1 for c in record.calls if c.player == player and c.rejected)
-    return calls, reward - format_penalty * rejected
+    return calls, learner_reward(record, player, format_penalty)
 
 
 def credit_by_action(records: Sequence[Any], num_generations: int, player: str,

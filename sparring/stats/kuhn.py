@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 CARDS = ("J", "Q", "K")
 GAME_VALUE_FIRST = -1.0 / 18.0
@@ -118,18 +118,30 @@ def payoff(strategy: Mapping[str, Mapping[str, float]], other: Mapping[str, Mapp
 def greedy(strategy: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
     """The pure strategy that plays each information set's likeliest move (what greedy decoding of
     a scored strategy plays; a tie goes to the first move listed)."""
-    return {k: {m: 1.0 if m == max(moves, key=lambda x: moves[x]) else 0.0 for m in moves}
-            for k, moves in strategy.items()}
+    out = {}
+    for k, moves in strategy.items():
+        best = max(moves, key=moves.__getitem__)
+        out[k] = {m: 1.0 if m == best else 0.0 for m in moves}
+    return out
 
 
-def _pure(aggressive: Callable[[str, str], bool]) -> dict[str, dict[str, float]]:
-    return {infoset_key(c, h): ({_AGGRESSIVE[h]: 1.0, _PASSIVE[h]: 0.0} if aggressive(c, h)
-                                else {_AGGRESSIVE[h]: 0.0, _PASSIVE[h]: 1.0}) for h in HISTORIES for c in CARDS}
+# the scripted `textarena-kuhn-rule` player (the held-out opponent), per card its moves in order of
+# preference, the first legal one played: bet and call with the King, check and call with the Queen,
+# check and fold with the Jack
+RULE_PREFERENCE = {"K": ("bet", "call"), "Q": ("check", "call"), "J": ("check", "fold")}
 
 
-# the scripted `textarena-kuhn-rule` player (the held-out opponent): bet and call with the King, check
-# and call with the Queen, check and fold with the Jack
-CARD_RULE = _pure(lambda card, history: card == "K" or (card == "Q" and history in ("bet", "check bet")))
+def _rule_strategy() -> dict[str, dict[str, float]]:
+    out = {}
+    for h in HISTORIES:
+        legal = (_AGGRESSIVE[h], _PASSIVE[h])
+        for c in CARDS:
+            played = next(m for m in RULE_PREFERENCE[c] if m in legal)
+            out[infoset_key(c, h)] = {m: float(m == played) for m in legal}
+    return out
+
+
+CARD_RULE = _rule_strategy()  # the same rule as a strategy (what `payoff` and `exploitability` read)
 
 
 def best_response_values(strategy: Mapping[str, Mapping[str, float]]) -> dict[str, float]:

@@ -92,7 +92,7 @@ def kuhn_rule(request: GenerateRequest) -> str:
     lists = _AVAILABLE.findall(obs)
     moves = [m.strip("[]").lower() for m in _MOVE.findall(lists[-1])] if lists else []
     card = cards[-1] if cards else "J"
-    prefer = {"K": ("bet", "call"), "Q": ("check", "call"), "J": ("check", "fold")}[card]
+    prefer = kuhn.RULE_PREFERENCE[card]  # one rule: `kuhn.CARD_RULE` is the same as a strategy
     return f"[{next((m for m in prefer if m in moves), moves[0] if moves else 'check')}]"
 
 

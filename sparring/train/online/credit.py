@@ -24,6 +24,14 @@ from collections.abc import Sequence
 from typing import Any
 
 
+def learner_reward(record: Any, player: str, format_penalty: float = 0.0) -> float:
+    """A player's reward as the online trainers take it: the outcome's (0 without one) less
+    `format_penalty` per reply of the player the game rejected."""
+    base = float((record.outcome.rewards if record.outcome else {}).get(player, 0.0))
+    rejected = sum(1 for c in record.calls if c.player == player and c.rejected)
+    return base - format_penalty * rejected
+
+
 def turn_rewards(record: Any, calls: Sequence[int], outcome_reward: float) -> list[float]:
     """One reward per turn (`calls`: indices into `record.calls`, in order)."""
     rewards = [float(record.calls[i].step_reward or 0.0) for i in calls]

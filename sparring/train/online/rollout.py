@@ -25,6 +25,7 @@ from sparring.engine.play import Arena
 from sparring.errors import SparringError
 from sparring.train import distributed
 from sparring.train.export.conversation import reply_text
+from sparring.train.online.credit import learner_reward, turn_normalised, turn_rewards, turn_states
 from sparring.train.online.sequence import Sequence, check_sampled, learner_sequences, sampled_ids
 
 LEARNER = "learner"  # the model alias the learner agent's config names
@@ -178,8 +179,6 @@ class EpisodeRollout:
         """Turn credit: each sequence (one learner call) gets its return-to-go, normalised over
         every turn of the group's episodes (`turn_baseline`: against all of them or those at its
         turn number, score state or game state; failed episodes have no turns)."""
-        from sparring.train.online.credit import turn_normalised, turn_rewards, turn_states
-
         g = self.num_generations
         rewards: list[list[float]] = []
         states: list[list[str]] = []
@@ -203,9 +202,7 @@ class EpisodeRollout:
         None for a failed episode (no outcome): TRL leaves it out of its group's baseline."""
         if record.status == "failed" or record.outcome is None:
             return None
-        base = float(record.outcome.rewards.get(player, 0.0))
-        rejected = sum(1 for c in record.calls if c.player == player and c.rejected)
-        return base - self.format_penalty * rejected
+        return learner_reward(record, player, self.format_penalty)
 
     def _report(self, records: list[Any], sequences: list[list[Sequence]], dropped: int, played_s: float = 0.0) -> None:
         g = self.num_generations

@@ -20,7 +20,8 @@ Every pass runs the prefix its batch shares once (`forward.py`; training passes 
 `gradient_checkpointing`), and every step reports where its time and tokens went (`step_cost.py`).
 The parts: what a step plays (`collect.py`), its micro-batches (`batches.py`), the credit
 (`advantages.py`), the loss (`losses.py`), the optimizer (`optim.py`), checkpoints
-(`checkpoint.py`); the run around it (steps, evaluation, checkpoints) is `run.py`.
+(`checkpoint.py`), the held-out evaluation (`evaluation.py`); the run around it (steps,
+evaluation, checkpoints) is `run.py`.
 """
 
 from __future__ import annotations
@@ -369,35 +370,3 @@ class OnlineTrainer:
 
         self.learner = HFModel.from_objects(self.model, self.tokenizer, name=LEARNER, default_adapter="default")
         self.arena.pool.add(LEARNER, self.learner)
-
-    # -- evaluation ------------------------------------------------------------------------------
-    def evaluate(self, step: int, eval_arena: Any) -> dict[str, Any]:
-        from sparring.train.online.rollout import LEARNER
-
-        ev = self.ppo.eval
-        assert ev is not None
-        eval_arena.pool.add(LEARNER, self.learner)
-        players = eval_arena.exp.seat_players
-        others = [a for a in eval_arena.exp.participants if a != self.config.learner_agent
-                  and a not in self.opponents.snapshot_agents] or [self.config.learner_agent]
-
-        def seating(seat: int) -> tuple[str, ...]:
-            agents = [others[i % len(others)] for i in range(len(players))]
-            agents[seat] = self.config.learner_agent
-            return tuple(agents)
-
-        seats = self.config.seats if self.config.opponents.mode != "self_play" else list(range(len(players)))
-        jobs = [eval_arena.job(i, seating(seat), seed=seed_of(self.config.seed, "eval", i, seat))
-                for i in sorted(eval_arena.instances) for seat in seats]
-        records = eval_arena.play(jobs)
-        self.model.set_adapter("default")
-        rewards, metric = [], []
-        for job, rec in zip(jobs, records, strict=True):
-            player = players[[job.seats[p] for p in players].index(self.config.learner_agent)]
-            reward = self.rollout.reward(rec, player)
-            rewards.append(reward if reward is not None else 0.0)
-            m = rec.outcome.metrics if rec.outcome else {}
-            metric.append(float(m.get(ev.metric, 0.0)) if ev.metric != "reward" else rewards[-1])
-        value = sum(metric) / len(metric) if metric else 0.0
-        return {"step": step, "episodes": len(records), "reward": sum(rewards) / len(rewards) if rewards else 0.0,
-                ev.metric: value, "value": value}

@@ -16,6 +16,7 @@ from sparring.train.online.config import OnlineConfig
 from sparring.train.online.steplog import read_step_log, trim_step_log
 from sparring.train.online.trainer import checkpoint
 from sparring.train.online.trainer.core import OnlineTrainer
+from sparring.train.online.trainer.evaluation import evaluate
 from sparring.train.step_cost import StepCost, line, total
 
 EVAL_LOG = "eval.jsonl"
@@ -94,7 +95,7 @@ def train_online(config: OnlineConfig, file: str, arena: Any, out: Path, console
             done = step + 1
             ev = config.ppo.eval
             if eval_arena is not None and ev is not None and (done % ev.every == 0 or done == config.max_steps):
-                result = trainer.evaluate(done, eval_arena)
+                result = evaluate(trainer, done, eval_arena)
                 with open(out / EVAL_LOG, "a", encoding="utf-8") as f:
                     f.write(json.dumps(result) + "\n")
                 tracked.log({f"heldout/{k}": v for k, v in result.items() if k != "step"}, done)
