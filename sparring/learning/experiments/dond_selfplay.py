@@ -18,6 +18,7 @@ verdict rests on deals where both sides score and on points against the fixed pa
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,19 +69,28 @@ def dialogues(ctx: Context) -> Path:
     return resolve("dond-dialogues", ctx.data.get("dond-dialogues"), "--dond-data PATH")
 
 
+Measure = Callable[[str, str, bool], tuple[dict[str, Any], dict[str, dict[str, float]], list[Any], dict[str, Any]]]
+
+
 def _stage(ctx: Context, exp: Experiment, alias: str, name: str, step: int, size: dict[str, Any], partners: bool,
-           wall: dict[str, float], info: dict[str, Any]) -> dict[str, dict[str, float]]:
-    metrics, per, runs, extra = measure(ctx, alias, name, size, partners)
+           wall: dict[str, float], info: dict[str, Any], measured: Measure | None = None) -> dict[str, dict[str, float]]:
+    if measured is None:
+        metrics, per, runs, extra = measure(ctx, alias, name, size, partners)
+    else:
+        metrics, per, runs, extra = measured(alias, name, partners)
     exp.stages.append(Stage(name, step, metrics, {**wall, **walls(runs)}, info={**info, **extra}))
     ctx.progress(exp)
     return per
 
 
 def iterate(ctx: Context, exp: Experiment, loop: Any, prefix: str, size: dict[str, Any],
-             start: dict[str, dict[str, float]]) -> tuple[float, float, dict[str, dict[str, float]]]:
+            start: dict[str, dict[str, float]], measured: Measure | None = None,
+            ) -> tuple[float, float, dict[str, dict[str, float]]]:
     """Every iteration of `loop`: play, export, train, register, measure; returns (training
     seconds, training tokens, the last iteration's per-instance values). The last iteration also
-    plays the fixed partners, and is compared (paired) with the start on each measure."""
+    plays the fixed partners, and is compared (paired) with the start on each measure the start
+    has. `measured(alias, stage name, last)`: the experiment's own measure (default `measure`, the
+    partners at the last iteration only)."""
     from sparring.learning.loops import drive, trained_tokens
     from sparring.train.trainers import read_rows
 
@@ -102,12 +112,14 @@ def iterate(ctx: Context, exp: Experiment, loop: Any, prefix: str, size: dict[st
         last = k == loop.config.iterations
         per = _stage(ctx, exp, alias, name, k, size, last, wall,
                      {"rows": train["rows"], "loss": train["loss"], "steps": train["steps"],
-                      "kept_sides": results["export"]["rows"], "games": results["export"]["episodes"]})
+                      "kept_sides": results["export"]["rows"], "games": results["export"]["episodes"]}, measured)
         train_s += wall["train"]
         tokens += trained_tokens(ctx, read_rows(results["export"]["path"]), train["steps"], loop.config.train)
         exp.paired[f"deals where both score {name} - warm start"] = paired(start["mutual"], per["mutual"])
-    for key, label in (("vs_fair", "points vs fair-negotiator"), ("vs_base", "points vs the base model")):
-        if key in per:
+    for key, label in (("vs_fair", "points vs fair-negotiator"), ("vs_base", "points vs the base model"),
+                       ("contexts mutual", "selfplay.txt deals where both score"),
+                       ("contexts vs_fair", "selfplay.txt points vs fair-negotiator")):
+        if key in per and key in start:
             exp.paired[f"{label} {prefix}-{loop.config.iterations} - warm start"] = paired(start[key], per[key])
     return train_s, tokens, per
 
