@@ -88,3 +88,37 @@ def test_each_seats_points_count_zero_without_a_deal():
                               record("c", False, {"Player_1": 5, "Player_2": 5})])
     assert seats == {"Player_1": [10.0, 6.0, 0.0], "Player_2": [0.0, 7.0, 0.0]}
     assert low == {"a": 0.0, "b": 6.0, "c": 0.0}
+
+
+@pytest.mark.parametrize("stage, selfplay_partners, contexts_partners", [
+    ("warm", ("fair-negotiator",), ()), ("middle", (), None), ("last", ("fair-negotiator", "m"), ("fair-negotiator",))])
+def test_dond_selfplay_mutual_measures_each_stage_on_the_sets_and_partners_its_target_needs(
+        tmp_path, monkeypatch, stage, selfplay_partners, contexts_partners):
+    """The warm start plays fair-negotiator on the generated set (the pairing's baseline), a middle
+    iteration only itself, the last both sets against fair-negotiator and the base model on the
+    generated set; selfplay.txt's figures come prefixed, so neither set overwrites the other."""
+    from sparring.learning.context import Context
+    from sparring.learning.experiments import dond_selfplay_mutual as mutual
+
+    calls = []
+
+    def measure(ctx, alias, name, size, partners, selfplay_data=None, partner_data=None):
+        calls.append((name, tuple(partners), selfplay_data, partner_data))
+        return {"mutual_deal_rate": name}, {"mutual": {name: 1.0}}, [name], {"splits": name}
+
+    monkeypatch.setattr(mutual, "measure", measure)
+    ctx = Context(out=tmp_path, size="full", model="m", label="m")
+    size = mutual.MUTUAL["full"]
+    metrics, per, runs, info = mutual.measure_stage(ctx, size, tmp_path / "selfplay.txt", "m@x", "s",
+                                                    stage == "last", warm=stage == "warm")
+    assert calls[0][:2] == ("s", selfplay_partners) and calls[0][2] is None  # the generated test split
+    if contexts_partners is None:
+        assert len(calls) == 1 and metrics == {"mutual_deal_rate": "s"} and runs == ["s"]
+        return
+    name, partners, data, partner_data = calls[1]
+    assert (name, partners) == ("s-contexts", contexts_partners)
+    assert data["name"] == "dond_selfplay" and data["split"] == "test" and data["limit"] == size["contexts"] == 32
+    assert partner_data["limit"] == size["partner_heldout"] == 16
+    assert metrics == {"mutual_deal_rate": "s", "contexts_mutual_deal_rate": "s-contexts"}
+    assert per == {"mutual": {"s": 1.0}, "contexts mutual": {"s-contexts": 1.0}}
+    assert info == {"splits": "s", "contexts_splits": "s-contexts"} and runs == ["s", "s-contexts"]

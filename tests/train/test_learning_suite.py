@@ -143,6 +143,7 @@ def test_the_loop_experiments_build_valid_loop_configs(tmp_path, size):
     from sparring.learning.context import Context
     from sparring.learning.experiments import debate_dpo as debate
     from sparring.learning.experiments import dond_selfplay as dond
+    from sparring.learning.experiments import dond_selfplay_mutual as mutual
 
     ctx = Context(out=tmp_path, size=size, model="smollm2-135m", label="smollm2-135m")
     d = debate.loop_config(ctx, debate.SIZES[size], str(tmp_path / "warm"))
@@ -153,11 +154,13 @@ def test_the_loop_experiments_build_valid_loop_configs(tmp_path, size):
     n = dond.loop_config(ctx, dond.SIZES[size], "dond-selfplay", warm, [])
     assert n.method == "sft" and n.warm_start is not None and n.export.require == []
     assert n.selfplay["dataset"]["split"] == "train" and n.evaluation.dataset["split"] == "test"
-    m = dond.loop_config(ctx, dond.SIZES[size], "dond-selfplay-mutual", {"adapter": str(tmp_path / "warm")},
+    m = dond.loop_config(ctx, mutual.MUTUAL[size], "dond-selfplay-mutual", {"adapter": str(tmp_path / "warm")},
                           ["scored_both"])
     assert m.warm_start is not None and m.warm_start.adapter == str(tmp_path / "warm")
     # the full size keeps only deals where both sides score; the quick one keeps every game (a pipeline check)
     assert m.export.require == (["scored_both"] if size == "full" else [])
+    # its iterations' SFT is capped apart from the warm start's (fitted with dond-selfplay's own size)
+    assert m.train.max_steps == (24 if size == "full" else 1) and n.train.max_steps == dond.SIZES[size]["max_steps"]
 
 
 def test_registered_adapters_become_model_specs_and_transfer_picks_the_final_ones(tmp_path):
