@@ -122,3 +122,30 @@ def test_dond_selfplay_mutual_measures_each_stage_on_the_sets_and_partners_its_t
     assert metrics == {"mutual_deal_rate": "s", "contexts_mutual_deal_rate": "s-contexts"}
     assert per == {"mutual": {"s": 1.0}, "contexts mutual": {"s-contexts": 1.0}}
     assert info == {"splits": "s", "contexts_splits": "s-contexts"} and runs == ["s", "s-contexts"]
+
+
+@pytest.mark.parametrize("size", ["quick", "full"])
+def test_dond_mutual_rl_is_dond_rls_arm_from_the_mutual_policy_on_the_trainers_defaults(tmp_path, size):
+    from sparring.learning.context import Context
+    from sparring.learning.experiments import dond_mutual_rl as exp
+    from sparring.learning.experiments import dond_rl
+    from sparring.learning.experiments.dond_selfplay_mutual import MUTUAL
+    from sparring.train.online.config import OnlineConfig
+
+    ctx = Context(out=tmp_path, size=size, model="smollm2-135m", label="smollm2-135m")
+    cfg = exp.arm_config(ctx, exp.SIZES[size], str(tmp_path / "mutual"))
+    reference = dond_rl.arm_config(ctx, dond_rl.SIZES[size], str(tmp_path / "mutual"))
+    assert {k: v for k, v in reference.items() if k not in ("disable_dropout", "merge_rollout")} == cfg
+    online = OnlineConfig.model_validate(cfg)
+    assert online.disable_dropout and online.merge_rollout  # the defaults, not dond-rl's as-measured settings
+    assert online.experiment["agents"]["partner"]["model"] == "fair-negotiator"
+    # measured on mutual's held-out sets and partner games, so the start is mutual's last stage again
+    assert all(exp.SIZES[size][k] == MUTUAL[size][k] for k in ("heldout", "partner_heldout", "contexts"))
+
+
+def test_dond_mutual_rl_names_the_run_it_needs_first(tmp_path):
+    from sparring.learning.context import Context
+    from sparring.learning.experiments import dond_mutual_rl as exp
+
+    with pytest.raises(SparringError, match="dond-selfplay-mutual first"):
+        exp.run(Context(out=tmp_path, size="quick", model="m", label="m"))
