@@ -147,5 +147,9 @@ def test_dond_mutual_rl_names_the_run_it_needs_first(tmp_path):
     from sparring.learning.context import Context
     from sparring.learning.experiments import dond_mutual_rl as exp
 
+    ctx = Context(out=tmp_path, size="quick", model="m", label="m")
     with pytest.raises(SparringError, match="dond-selfplay-mutual first"):
-        exp.run(Context(out=tmp_path, size="quick", model="m", label="m"))
+        exp.run(ctx)
+    ctx.adapters["m@dond-mutual-2"] = str(tmp_path / "mutual")  # the start, without the warm start to pair with
+    with pytest.raises(SparringError, match="m@dond-warm"):
+        exp.run(ctx)

@@ -13,7 +13,10 @@ iteration: the generated test scenarios and `selfplay.txt`'s test split, in self
 `fair-negotiator` in both seats, the generated set also against the base model.
 
 Start: `LABEL@dond-mutual-2`, registered by `dond-selfplay-mutual` in the same output (run it
-first: `--only dond-selfplay-mutual,dond-mutual-rl`).
+first: `--only dond-selfplay-mutual,dond-mutual-rl`). The trained policy is paired with that start
+and with the warm start both came from (`LABEL@dond-warm`, measured as `dond-selfplay-mutual`
+measures it: the same run names and configs, so the games that experiment stored in the output
+are read back rather than played again) — the comparison issue 60 asks for the whole recipe.
 """
 
 from __future__ import annotations
@@ -27,10 +30,11 @@ from sparring.learning.arms import Measured, run_arm
 from sparring.learning.context import Context
 from sparring.learning.dond_eval import FAIR, contexts_file, walls
 from sparring.learning.experiments import dond_rl
+from sparring.learning.experiments.dond_selfplay import WARM_STAGE
 from sparring.learning.experiments.dond_selfplay_mutual import MUTUAL, TARGET, measure_stage
 from sparring.learning.registry import experiment
 from sparring.learning.report import plot_training
-from sparring.learning.results import Experiment, Stage
+from sparring.learning.results import Experiment, Stage, paired
 
 START = "dond-mutual-2"
 # dond-rl's training size; mutual's held-out sets and partner games
@@ -47,8 +51,9 @@ def arm_config(ctx: Context, size: dict[str, Any], start: str) -> dict[str, Any]
     return config
 
 
-def _measure(ctx: Context, size: dict[str, Any], alias: str, *, name: str) -> Measured:
-    metrics, per, runs, info = measure_stage(ctx, size, contexts_file(ctx), alias, name, True)
+def _measure(ctx: Context, size: dict[str, Any], alias: str, *, name: str, warm: bool = False) -> Measured:
+    """As `dond-selfplay-mutual` measures its last iteration (`warm`: its warm start)."""
+    metrics, per, runs, info = measure_stage(ctx, size, contexts_file(ctx), alias, name, not warm, warm=warm)
     return Measured(metrics, per, walls(runs), sorted({r.instance_id for run in runs for r in run.records}), info)
 
 
@@ -63,16 +68,31 @@ def run(ctx: Context) -> Experiment:
                             "dond-selfplay-mutual,dond-mutual-rl)")
     start_adapter = ctx.adapters[alias]
     measured = partial(_measure, ctx, size)
+    warm_alias = f"{ctx.label}@{WARM_STAGE}"
+    if warm_alias not in ctx.adapters:
+        raise SparringError(f"dond-mutual-rl pairs its policy with {warm_alias}, the warm start dond-selfplay-mutual "
+                            "registers: run it first into the same --output")
+    warm = measured(warm_alias, name=WARM_STAGE, warm=True)
     start = measured(alias, name="dond-mrl-start")
     exp = Experiment(name="dond-mutual-rl", description="Deal or No Deal: GRPO on sparring's trainer (own points) "
                      "against fair-negotiator from dond-selfplay-mutual's policy; held-out generated and selfplay.txt "
                      "scenarios, in self-play and against fair-negotiator and the base model.",
-                     model=ctx.label, primary="mutual_deal_rate", training_ids=[], heldout_ids=start.instances,
-                     target=TARGET)
+                     model=ctx.label, primary="mutual_deal_rate", training_ids=[],
+                     heldout_ids=sorted(set(start.instances) | set(warm.instances)), target=TARGET)
+    exp.stages.append(Stage("warm start", 0, warm.metrics, warm.walls,
+                            info={"adapter": ctx.adapters[warm_alias], **warm.info}))
     exp.stages.append(Stage("start", 0, start.metrics, start.walls, info={"adapter": start_adapter, **start.info}))
     ctx.progress(exp)
-    result = run_arm(ctx, exp, "dond-mrl-grpo", arm_config(ctx, size, start_adapter),
-                     partial(measured, name="dond-mrl-grpo"), stage="grpo", step=size["steps"], start=start)
+    trained: list[Measured] = []
+
+    def measure_trained(alias: str) -> Measured:
+        trained.append(measured(alias, name="dond-mrl-grpo"))
+        return trained[-1]
+
+    result = run_arm(ctx, exp, "dond-mrl-grpo", arm_config(ctx, size, start_adapter), measure_trained,
+                     stage="grpo", step=size["steps"], start=start)
+    for label in ("mutual", "contexts mutual", "vs_fair", "lower_side", "contexts lower_side"):
+        exp.paired[f"{label} grpo - warm start"] = paired(warm.per[label], trained[-1].per[label])
     plot_training({"grpo": result.curves()}, ctx.out / "curves" / "dond-mutual-rl-training.png",
                   dond_rl.TRAINING_PANELS)
     exp.notes.append(f"GRPO: {size['steps']} steps of {size['generations'] * size['prompts']} games against {FAIR}, "
