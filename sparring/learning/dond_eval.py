@@ -164,12 +164,14 @@ def against(ctx: Context, model: str, partner: str, name: str, size: dict[str, A
 
 def measure(ctx: Context, model: str, name: str, size: dict[str, Any], partners: bool | Sequence[str],
             selfplay_data: dict[str, Any] | None = None, partner_data: dict[str, Any] | None = None,
+            partner_suffix: str = "",
             ) -> tuple[dict[str, Estimate], dict[str, dict[str, float]], list[Played], dict[str, Any]]:
     """Self-play and fixed partners (`partners`: True for both, `fair-negotiator` and the base model
     `ctx.label`; or the aliases to play), on the generated test split or the given datasets:
     (metrics, per-instance values by comparison — `mutual` in self-play, `lower_side` the lower
     side's points there, `vs_fair` / `vs_base` the policy's points —, the runs, info with the split
-    distributions)."""
+    distributions). The partner runs are named `NAME-vs-fair` / `NAME-vs-base` + `partner_suffix`
+    (a stored run of the same name and another size is refused by the run store)."""
     metrics, per, played = selfplay(ctx, model, name, size, selfplay_data)
     pers = {"mutual": per, "lower_side": side_points(played.records)[1]}
     runs = [played]
@@ -177,7 +179,7 @@ def measure(ctx: Context, model: str, name: str, size: dict[str, Any], partners:
     chosen = partners if not isinstance(partners, bool) else ((FAIR, ctx.label) if partners else ())
     for partner in chosen:
         key = "fair" if partner == FAIR else "base"
-        m, p, run = against(ctx, model, partner, f"{name}-vs-{key}", size, partner_data)
+        m, p, run = against(ctx, model, partner, f"{name}-vs-{key}{partner_suffix}", size, partner_data)
         metrics.update(m)
         pers[f"vs_{key}"] = p
         runs.append(run)

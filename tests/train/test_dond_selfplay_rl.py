@@ -100,10 +100,11 @@ def test_dond_selfplay_mutual_measures_each_stage_on_the_sets_and_partners_its_t
     from sparring.learning.context import Context
     from sparring.learning.experiments import dond_selfplay_mutual as mutual
 
-    calls = []
+    calls, suffixes = [], []
 
-    def measure(ctx, alias, name, size, partners, selfplay_data=None, partner_data=None):
+    def measure(ctx, alias, name, size, partners, selfplay_data=None, partner_data=None, partner_suffix=""):
         calls.append((name, tuple(partners), selfplay_data, partner_data))
+        suffixes.append(partner_suffix)
         return {"mutual_deal_rate": name}, {"mutual": {name: 1.0}}, [name], {"splits": name}
 
     monkeypatch.setattr(mutual, "measure", measure)
@@ -112,6 +113,8 @@ def test_dond_selfplay_mutual_measures_each_stage_on_the_sets_and_partners_its_t
     metrics, per, runs, info = mutual.measure_stage(ctx, size, tmp_path / "selfplay.txt", "m@x", "s",
                                                     stage == "last", warm=stage == "warm")
     assert calls[0][:2] == ("s", selfplay_partners) and calls[0][2] is None  # the generated test split
+    # the warm start's partner games are not dond-selfplay's (32 a seat) under the same run name
+    assert suffixes[0] == ("-16" if stage == "warm" else "")
     if contexts_partners is None:
         assert len(calls) == 1 and metrics == {"mutual_deal_rate": "s"} and runs == ["s"]
         return

@@ -31,8 +31,9 @@ from sparring.learning.registry import experiment
 from sparring.learning.results import Experiment, Stage
 
 # dond-selfplay's sizes, with the second held-out set (`contexts` scenarios of selfplay.txt) and
-# fewer partner games; the iterations' SFT capped at one pass over the ~100 rows the filter keeps
-# (the warm start, fitted with dond-selfplay's own sizes, is the same 32 steps)
+# fewer partner games; the iterations' SFT capped at 24 steps of 4 rows, one pass over ~100 kept
+# rows (fewer kept rows are seen more than once: the trainer's max_steps outranks epochs); the warm
+# start, fitted with dond-selfplay's own sizes, is the same 32 steps
 MUTUAL: dict[str, dict[str, Any]] = {
     "quick": {**SIZES["quick"], "contexts": 1},
     "full": {**SIZES["full"], "partner_heldout": 16, "contexts": 32, "max_steps": 24},
@@ -48,7 +49,10 @@ def measure_stage(ctx: Context, size: dict[str, Any], path: Path, alias: str, na
     pairing's baseline), on both sets and the base model on the generated set for the last
     iteration; figures of selfplay.txt prefixed `contexts_` (per-instance keys `contexts `)."""
     suite_partners = (FAIR, ctx.label) if last else (FAIR,) if warm else ()
-    metrics, per, runs, info = measure(ctx, alias, name, size, suite_partners)
+    # dond-selfplay measures the same warm start against the partners with 32 scenarios a seat as
+    # `dond-warm-vs-*` in the same output: these games, of another size, are stored under their own name
+    suffix = f"-{size['partner_heldout']}" if warm else ""
+    metrics, per, runs, info = measure(ctx, alias, name, size, suite_partners, partner_suffix=suffix)
     if not (last or warm):
         return metrics, per, runs, info
     m, p, played, extra = measure(ctx, alias, f"{name}-contexts", size, (FAIR,) if last else (),
