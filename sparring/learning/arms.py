@@ -92,11 +92,13 @@ def train(ctx: Context, name: str, data: dict[str, Any], out: Path | None = None
 
 def run_arm(ctx: Context, exp: Experiment, name: str, data: dict[str, Any], measure: Callable[[str], Measured], *,
             stage: str, step: int, start: Measured, info: dict[str, Any] | None = None,
-            register_as: str | None = None, curve_keys: Sequence[str] | None = None) -> Arm:
+            register_as: str | None = None, curve_keys: Sequence[str] | None = None,
+            baselines: dict[str, Measured] | None = None) -> Arm:
     """One arm of `exp` from the start policy measured as `start`: trained (`train`), registered
     as `LABEL@register_as` (default NAME), measured (`measure(alias)`), recorded as stage `stage`
     at `step` with its curves and cost, each `measure` label paired with the start's as
-    `"LABEL STAGE - start"`."""
+    `"LABEL STAGE - start"`, and with each of `baselines` (other policies measured the same way,
+    e.g. the start's own start) that has it as `"LABEL STAGE - BASELINE"`."""
     arm = train(ctx, name, data)
     exp.training_ids = sorted(set(exp.training_ids) | set(arm.training_ids))
     exp.__post_init__()  # the arm's training instances are disjoint from the held-out ones (checked)
@@ -106,6 +108,10 @@ def run_arm(ctx: Context, exp: Experiment, name: str, data: dict[str, Any], meas
                                   **measured.info}))
     for label, per in measured.per.items():
         exp.paired[f"{label} {stage} - start"] = paired(start.per[label], per)
+    for base_name, base in (baselines or {}).items():
+        for label, per in measured.per.items():
+            if label in base.per:
+                exp.paired[f"{label} {stage} - {base_name}"] = paired(base.per[label], per)
     ctx.progress(exp)
     return arm
 

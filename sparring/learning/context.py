@@ -109,6 +109,17 @@ class Context:
             if alias.startswith(f"{self.label}@") and adapter and Path(adapter).is_dir():
                 self.adapters[alias] = adapter
 
+    def registered(self, stage: str, by: str, needed_by: str, role: str = "starts from") -> tuple[str, str]:
+        """(`LABEL@STAGE`, its adapter), registered by the experiment `by` in this output; else a
+        clear error naming the run to make first (`needed_by` is the experiment asking)."""
+        from sparring.errors import SparringError
+
+        alias = f"{self.label}@{stage}"
+        if alias not in self.adapters:
+            raise SparringError(f"{needed_by} {role} {alias}, the adapter {by} registers: run {by} first into the "
+                                f"same --output (e.g. --only {by},{needed_by})")
+        return alias, self.adapters[alias]
+
     def register(self, stage: str, adapter: Path | str) -> str:
         """`LABEL@STAGE` in the suite's models file: the base model with this adapter as default."""
         alias = f"{self.label}@{stage}"

@@ -156,3 +156,28 @@ def test_dond_mutual_rl_names_the_run_it_needs_first(tmp_path):
     ctx.adapters["m@dond-mutual-2"] = str(tmp_path / "mutual")  # the start, without the warm start to pair with
     with pytest.raises(SparringError, match="m@dond-warm"):
         exp.run(ctx)
+
+
+def test_an_arm_is_paired_with_its_start_and_with_each_baseline_that_measured_the_label(tmp_path, monkeypatch):
+    """run_arm pairs the trained policy with the start on every label, and with a baseline (here the
+    warm start) on the labels that baseline has, named after it."""
+    from sparring.learning import arms
+    from sparring.learning.arms import Arm, Measured
+    from sparring.learning.context import Context
+    from sparring.learning.results import Experiment
+
+    monkeypatch.setattr(arms, "train", lambda ctx, name, data: Arm(str(tmp_path / "a"), 1.0, ["t1"]))
+    ctx = Context(out=tmp_path, size="quick", model="smollm2-135m", label="m")  # a known base for models.yaml
+    exp = Experiment(name="x", description="", model="m", primary="p", training_ids=[], heldout_ids=["h1", "h2"])
+    start = Measured({}, {"mutual": {"h1": 0.0, "h2": 1.0}, "vs_base": {"h1": 1.0}}, {}, ["h1", "h2"], {})
+    warm = Measured({}, {"mutual": {"h1": 0.0, "h2": 0.0}}, {}, ["h1", "h2"], {})
+    trained = Measured({}, {"mutual": {"h1": 1.0, "h2": 1.0}, "vs_base": {"h1": 0.0}}, {}, ["h1", "h2"], {})
+    arms.run_arm(ctx, exp, "arm", {}, lambda alias: trained, stage="grpo", step=1, start=start,
+                 baselines={"warm start": warm})
+    assert exp.paired["mutual grpo - start"]["mean_diff"] == 0.5
+    assert exp.paired["vs_base grpo - start"]["mean_diff"] == -1.0
+    assert exp.paired["mutual grpo - warm start"]["mean_diff"] == 1.0
+    assert "vs_base grpo - warm start" not in exp.paired  # the warm start did not play the base model
+    assert ctx.registered("arm", "exp-a", "exp-b") == ("m@arm", str((tmp_path / "a").resolve()))
+    with pytest.raises(SparringError, match=r"exp-b starts from m@nothing, .* run exp-a first .*--only exp-a,exp-b"):
+        ctx.registered("nothing", "exp-a", "exp-b")

@@ -25,7 +25,6 @@ import time
 from functools import partial
 from typing import Any
 
-from sparring.errors import SparringError
 from sparring.learning.arms import Measured, run_arm
 from sparring.learning.context import Context
 from sparring.learning.dond_eval import FAIR, contexts_file, walls
@@ -34,7 +33,7 @@ from sparring.learning.experiments.dond_selfplay import WARM_STAGE
 from sparring.learning.experiments.dond_selfplay_mutual import MUTUAL, TARGET, measure_stage
 from sparring.learning.registry import experiment
 from sparring.learning.report import plot_training
-from sparring.learning.results import Experiment, Stage, paired
+from sparring.learning.results import Experiment, Stage
 
 START = "dond-mutual-2"
 # dond-rl's training size; mutual's held-out sets and partner games
@@ -61,17 +60,10 @@ def _measure(ctx: Context, size: dict[str, Any], alias: str, *, name: str, warm:
 def run(ctx: Context) -> Experiment:
     size = SIZES[ctx.size]
     begin = time.perf_counter()
-    alias = f"{ctx.label}@{START}"
-    if alias not in ctx.adapters:
-        raise SparringError(f"dond-mutual-rl starts from {alias}, the policy dond-selfplay-mutual registers: run "
-                            "dond-selfplay-mutual first into the same --output (e.g. --only "
-                            "dond-selfplay-mutual,dond-mutual-rl)")
-    start_adapter = ctx.adapters[alias]
+    alias, start_adapter = ctx.registered(START, "dond-selfplay-mutual", "dond-mutual-rl")
+    warm_alias, warm_adapter = ctx.registered(WARM_STAGE, "dond-selfplay-mutual", "dond-mutual-rl",
+                                              role="pairs its policy with")
     measured = partial(_measure, ctx, size)
-    warm_alias = f"{ctx.label}@{WARM_STAGE}"
-    if warm_alias not in ctx.adapters:
-        raise SparringError(f"dond-mutual-rl pairs its policy with {warm_alias}, the warm start dond-selfplay-mutual "
-                            "registers: run it first into the same --output")
     warm = measured(warm_alias, name=WARM_STAGE, warm=True)
     start = measured(alias, name="dond-mrl-start")
     exp = Experiment(name="dond-mutual-rl", description="Deal or No Deal: GRPO on sparring's trainer (own points) "
@@ -80,19 +72,12 @@ def run(ctx: Context) -> Experiment:
                      model=ctx.label, primary="mutual_deal_rate", training_ids=[],
                      heldout_ids=sorted(set(start.instances) | set(warm.instances)), target=TARGET)
     exp.stages.append(Stage("warm start", 0, warm.metrics, warm.walls,
-                            info={"adapter": ctx.adapters[warm_alias], **warm.info}))
+                            info={"adapter": warm_adapter, **warm.info}))
     exp.stages.append(Stage("start", 0, start.metrics, start.walls, info={"adapter": start_adapter, **start.info}))
     ctx.progress(exp)
-    trained: list[Measured] = []
-
-    def measure_trained(alias: str) -> Measured:
-        trained.append(measured(alias, name="dond-mrl-grpo"))
-        return trained[-1]
-
-    result = run_arm(ctx, exp, "dond-mrl-grpo", arm_config(ctx, size, start_adapter), measure_trained,
-                     stage="grpo", step=size["steps"], start=start)
-    for label in ("mutual", "contexts mutual", "vs_fair", "lower_side", "contexts lower_side"):
-        exp.paired[f"{label} grpo - warm start"] = paired(warm.per[label], trained[-1].per[label])
+    result = run_arm(ctx, exp, "dond-mrl-grpo", arm_config(ctx, size, start_adapter),
+                     partial(measured, name="dond-mrl-grpo"), stage="grpo", step=size["steps"], start=start,
+                     baselines={"warm start": warm})
     plot_training({"grpo": result.curves()}, ctx.out / "curves" / "dond-mutual-rl-training.png",
                   dond_rl.TRAINING_PANELS)
     exp.notes.append(f"GRPO: {size['steps']} steps of {size['generations'] * size['prompts']} games against {FAIR}, "

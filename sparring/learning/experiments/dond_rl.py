@@ -22,7 +22,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sparring.errors import SparringError
 from sparring.learning.arms import AS_MEASURED, Measured, run_arm
 from sparring.learning.context import Context
 from sparring.learning.dond_eval import FAIR, MAX_LIVE, against, dataset, game_args, selfplay, walls
@@ -74,11 +73,7 @@ def _measure(ctx: Context, alias: str, name: str, size: dict[str, Any]) -> Measu
 def run(ctx: Context) -> Experiment:
     size = SIZES[ctx.size]
     begin = time.perf_counter()
-    alias = f"{ctx.label}@{START}"
-    if alias not in ctx.adapters:
-        raise SparringError(f"dond-rl starts from {alias}, the self-play SFT policy dond-selfplay registers: run "
-                            "dond-selfplay first into the same --output (e.g. --only dond-selfplay,dond-rl)")
-    start = ctx.adapters[alias]
+    alias, start = ctx.registered(START, "dond-selfplay", "dond-rl")
     start_m = _measure(ctx, alias, "dond-rl-start", size)
     exp = Experiment(name="dond-rl", description="Deal or No Deal: GRPO on sparring's trainer (the learner's own points) "
                      "from the self-play SFT policy, against fair-negotiator in both seats; held-out scenarios "

@@ -72,12 +72,14 @@ def dialogues(ctx: Context) -> Path:
 Measure = Callable[[str, str, bool], tuple[dict[str, Any], dict[str, dict[str, float]], list[Any], dict[str, Any]]]
 
 
-def _stage(ctx: Context, exp: Experiment, alias: str, name: str, step: int, size: dict[str, Any], partners: bool,
-           wall: dict[str, float], info: dict[str, Any], measured: Measure | None = None) -> dict[str, dict[str, float]]:
-    if measured is None:
-        metrics, per, runs, extra = measure(ctx, alias, name, size, partners)
-    else:
-        metrics, per, runs, extra = measured(alias, name, partners)
+def suite_measure(ctx: Context, size: dict[str, Any]) -> Measure:
+    """`measure` on the generated test split, with both fixed partners when asked."""
+    return lambda alias, name, partners: measure(ctx, alias, name, size, partners)
+
+
+def _stage(ctx: Context, exp: Experiment, measured: Measure, alias: str, name: str, step: int, partners: bool,
+           wall: dict[str, float], info: dict[str, Any]) -> dict[str, dict[str, float]]:
+    metrics, per, runs, extra = measured(alias, name, partners)
     exp.stages.append(Stage(name, step, metrics, {**wall, **walls(runs)}, info={**info, **extra}))
     ctx.progress(exp)
     return per
@@ -93,6 +95,8 @@ def iterate(ctx: Context, exp: Experiment, loop: Any, prefix: str, size: dict[st
     partners at the last iteration only)."""
     from sparring.learning.loops import drive, trained_tokens
     from sparring.train.trainers import read_rows
+
+    measured = measured or suite_measure(ctx, size)
 
     train_s = tokens = 0.0
     per: dict[str, dict[str, float]] = {}
@@ -110,9 +114,9 @@ def iterate(ctx: Context, exp: Experiment, loop: Any, prefix: str, size: dict[st
         name = f"{prefix}-{k}"
         alias = ctx.register(name, train["adapter"])
         last = k == loop.config.iterations
-        per = _stage(ctx, exp, alias, name, k, size, last, wall,
+        per = _stage(ctx, exp, measured, alias, name, k, last, wall,
                      {"rows": train["rows"], "loss": train["loss"], "steps": train["steps"],
-                      "kept_sides": results["export"]["rows"], "games": results["export"]["episodes"]}, measured)
+                      "kept_sides": results["export"]["rows"], "games": results["export"]["episodes"]})
         train_s += wall["train"]
         tokens += trained_tokens(ctx, read_rows(results["export"]["path"]), train["steps"], loop.config.train)
         exp.paired[f"deals where both score {name} - warm start"] = paired(start["mutual"], per["mutual"])
@@ -153,7 +157,7 @@ def run(ctx: Context) -> Experiment:
     exp.stages.append(Stage("base", 0, base_m, walls(base_runs), info=base_info))
     warm = loop.state["warm"]
     alias = ctx.register(WARM_STAGE, warm["adapter"])
-    warm_per = _stage(ctx, exp, alias, WARM_STAGE, 0, size, True, {"train": warm_s},
+    warm_per = _stage(ctx, exp, suite_measure(ctx, size), alias, WARM_STAGE, 0, True, {"train": warm_s},
                       {"rows": warm["rows"], "steps": warm["steps"], "loss": warm["loss"]})
     exp.paired["deals where both score dond-warm - base"] = paired(base_per["mutual"], warm_per["mutual"])
     train_s, tokens, _ = iterate(ctx, exp, loop, "dond-selfplay", size, warm_per)

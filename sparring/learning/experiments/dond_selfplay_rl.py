@@ -34,7 +34,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from sparring.errors import SparringError
 from sparring.learning.arms import Measured, run_arm
 from sparring.learning.context import Context
 from sparring.learning.dond_eval import (
@@ -119,11 +118,7 @@ def measure_policy(ctx: Context, alias: str, size: dict[str, Any], contexts_path
 def run(ctx: Context) -> Experiment:
     size = SIZES[ctx.size]
     begin = time.perf_counter()
-    alias = f"{ctx.label}@{START}"
-    if alias not in ctx.adapters:
-        raise SparringError(f"dond-selfplay-rl starts from {alias}, the self-play SFT policy dond-selfplay registers: "
-                            "run dond-selfplay first into the same --output (e.g. --only dond-selfplay,dond-selfplay-rl)")
-    start_adapter = ctx.adapters[alias]
+    alias, start_adapter = ctx.registered(START, "dond-selfplay", "dond-selfplay-rl")
     measured = partial(measure_policy, ctx, size=size, contexts_path=contexts_file(ctx))
     start = measured(alias, name="dond-sprl-start")
     exp = Experiment(name="dond-selfplay-rl", description="Deal or No Deal self-play RL: GRPO on sparring's trainer "
