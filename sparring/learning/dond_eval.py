@@ -102,8 +102,8 @@ def selfplay(ctx: Context, model: str, name: str, size: dict[str, Any],
     split): (metrics, per-scenario deal where both score, the run). Metrics: valid actions,
     agreement, deals where both score, mean reward, Pareto rate, each side's points in deals, each
     seat's mean points and the lower side's (0 without a deal); the split distribution goes in
-    `info`."""
-    cfg = {"game": "dond", "view": "rendered", "game_args": game_args(size),
+    `info`. The game is played in `size`'s `view` (default rendered)."""
+    cfg = {"game": "dond", "view": size.get("view", "rendered"), "game_args": game_args(size),
            "dataset": data or dataset("test", size["heldout"]),
            "agents": {"policy": {"role": "negotiator", "model": model, "sampling": _sampling(size)}},
            "tournament": {"type": "self_play", "participants": ["policy"]}, "run": {"seed": 0, "max_live": MAX_LIVE}}
@@ -131,10 +131,11 @@ def selfplay(ctx: Context, model: str, name: str, size: dict[str, Any],
 def against(ctx: Context, model: str, partner: str, name: str, size: dict[str, Any],
             data: dict[str, Any] | None = None) -> tuple[dict, dict, Played]:
     """The policy against a fixed `partner` (a model alias), each held-out scenario (`data`, default
-    the generated test split) once in each seat: (metrics prefixed `vs_<partner>_`, per (scenario,
-    seat) the policy's points, the run)."""
+    the generated test split) once in each seat, in `size`'s `view` (default rendered): (metrics
+    prefixed `vs_<partner>_`, per (scenario, seat) the policy's points, the run)."""
     n = size["partner_heldout"]
-    cfg = {"game": "dond", "view": "rendered", "game_args": game_args(size), "dataset": data or dataset("test", n),
+    cfg = {"game": "dond", "view": size.get("view", "rendered"), "game_args": game_args(size),
+           "dataset": data or dataset("test", n),
            "agents": {"policy": {"role": "negotiator", "model": model, "sampling": _sampling(size)},
                       "partner": {"role": "negotiator", "model": partner,
                                   "sampling": _sampling(size)}},

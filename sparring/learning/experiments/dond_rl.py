@@ -45,7 +45,7 @@ TRAINING_PANELS = training_panels("own points, -0.1 a refused reply",
 
 
 def arm_config(ctx: Context, size: dict[str, Any], start: str) -> dict[str, Any]:
-    experiment = {"game": "dond", "view": "rendered", "game_args": game_args(size), "dataset": dataset("train", size["train"]),
+    experiment = {"game": "dond", "view": size.get("view", "rendered"), "game_args": game_args(size), "dataset": dataset("train", size["train"]),
                   "models_file": str(ctx.models_file.resolve()),
                   "agents": {"learner": {"role": "negotiator", "model": "learner",
                                          "sampling": {"temperature": 1.0, "max_new_tokens": size["tokens"]}},
@@ -60,8 +60,9 @@ def arm_config(ctx: Context, size: dict[str, Any], start: str) -> dict[str, Any]
             "lr_scheduler_type": "constant", **AS_MEASURED}
 
 
-def _measure(ctx: Context, alias: str, name: str, size: dict[str, Any]) -> Measured:
-    """Against fair-negotiator in both seats, and in self-play (does it still agree with itself?)."""
+def measure_policy(ctx: Context, alias: str, name: str, size: dict[str, Any]) -> Measured:
+    """Against fair-negotiator in both seats, and in self-play (does it still agree with itself?),
+    in `size`'s view."""
     fair, per_fair, run_fair = against(ctx, alias, FAIR, f"{name}-vs-fair", size)
     own, _, run_self = selfplay(ctx, alias, name, size)
     metrics = {**fair, **{f"selfplay_{k}": v for k, v in own.items() if k in ("agreement", "mutual_deal_rate")}}
@@ -74,7 +75,7 @@ def run(ctx: Context) -> Experiment:
     size = SIZES[ctx.size]
     begin = time.perf_counter()
     alias, start = ctx.registered(START, "dond-selfplay", "dond-rl")
-    start_m = _measure(ctx, alias, "dond-rl-start", size)
+    start_m = measure_policy(ctx, alias, "dond-rl-start", size)
     exp = Experiment(name="dond-rl", description="Deal or No Deal: GRPO on sparring's trainer (the learner's own points) "
                      "from the self-play SFT policy, against fair-negotiator in both seats; held-out scenarios "
                      "against fair-negotiator (both seats) and in self-play.", model=ctx.label, primary="vs_fair_points",
@@ -84,7 +85,7 @@ def run(ctx: Context) -> Experiment:
     exp.stages.append(Stage("start", 0, start_m.metrics, start_m.walls, info={"adapter": start}))
     ctx.progress(exp)
     result = run_arm(ctx, exp, "dond-rl-grpo", arm_config(ctx, size, start),
-                     lambda trained: _measure(ctx, trained, "dond-rl-grpo", size),
+                     lambda trained: measure_policy(ctx, trained, "dond-rl-grpo", size),
                      stage="grpo", step=size["steps"], start=start_m)
     plot_training({"grpo": result.curves()}, ctx.out / "curves" / "dond-rl-training.png", TRAINING_PANELS)
     exp.notes.append(f"GRPO: {size['steps']} steps of {size['generations'] * size['prompts']} games against {FAIR}, "
