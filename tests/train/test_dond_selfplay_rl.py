@@ -181,3 +181,58 @@ def test_an_arm_is_paired_with_its_start_and_with_each_baseline_that_measured_th
     assert ctx.registered("arm", "exp-a", "exp-b") == ("m@arm", str((tmp_path / "a").resolve()))
     with pytest.raises(SparringError, match=r"exp-b starts from m@nothing, .* run exp-a first .*--only exp-a,exp-b"):
         ctx.registered("nothing", "exp-a", "exp-b")
+
+
+@pytest.mark.parametrize("size", ["quick", "full"])
+def test_dond_rl_conversation_is_dond_rls_arm_with_only_the_view_changed(tmp_path, size):
+    from sparring.learning.context import Context
+    from sparring.learning.experiments import dond_rl
+    from sparring.learning.experiments import dond_rl_conversation as exp
+    from sparring.train.online.config import OnlineConfig
+
+    ctx = Context(out=tmp_path, size=size, model="smollm2-135m", label="smollm2-135m")
+    cfg = dond_rl.arm_config(ctx, exp.SIZES[size], str(tmp_path / "start"))
+    reference = dond_rl.arm_config(ctx, dond_rl.SIZES[size], str(tmp_path / "start"))
+    assert cfg["experiment"].pop("view") == "conversation" and reference["experiment"].pop("view") == "rendered"
+    assert cfg == reference  # dond-rl's as-measured settings, games, steps and rate
+    assert OnlineConfig.model_validate(dond_rl.arm_config(ctx, exp.SIZES[size], "s")).experiment["view"] == "conversation"
+
+
+def test_dond_rl_conversation_measures_the_start_in_both_views_and_pairs_with_dond_rls_arm(tmp_path, monkeypatch):
+    """The start plays the held-out games in both views (the rendered one under dond-rl's run names,
+    so dond-rl's stored games are read back); the arm, trained and measured in the conversation
+    view, is paired with the start in each view and with dond-rl's arm when that is registered."""
+    from sparring.learning import arms
+    from sparring.learning.arms import Arm, Measured
+    from sparring.learning.context import Context
+    from sparring.learning.experiments import dond_rl
+    from sparring.learning.experiments import dond_rl_conversation as exp
+
+    played: list[tuple[str, str, str | None]] = []
+    points = {"dond-rl-start": 0.0, "dond-rlc-start": 1.0, "dond-rl-grpo": 2.0, "dond-rlc-grpo": 4.0}
+
+    def measure(ctx, alias, name, size):
+        played.append((alias, name, size.get("view")))
+        return Measured({}, {"points vs fair-negotiator": {"s1/Player_1": points[name], "s1/Player_2": 0.0}}, {},
+                        ["s1"])
+
+    trained: list[dict] = []
+    monkeypatch.setattr(dond_rl, "measure_policy", measure)
+    monkeypatch.setattr(exp, "plot_training", lambda *a, **k: None)
+    monkeypatch.setattr(arms, "train", lambda ctx, name, data: trained.append(data) or Arm(str(tmp_path / "a"), 1.0, ["t1"]))
+    ctx = Context(out=tmp_path, size="quick", model="smollm2-135m", label="m")
+    with pytest.raises(SparringError, match="dond-selfplay first"):
+        exp.run(ctx)
+    ctx.adapters["m@dond-selfplay-2"] = str(tmp_path / "start")
+    ctx.adapters["m@dond-rl-grpo"] = str(tmp_path / "rendered-arm")
+    result = exp.run(ctx)
+    assert played[:3] == [("m@dond-selfplay-2", "dond-rl-start", None), ("m@dond-selfplay-2", "dond-rlc-start", "conversation"),
+                          ("m@dond-rl-grpo", "dond-rl-grpo", None)]
+    assert played[3] == ("m@dond-rlc-grpo", "dond-rlc-grpo", "conversation")
+    assert trained[0]["experiment"]["view"] == "conversation" and trained[0]["adapter"] == str(tmp_path / "start")
+    assert [s.name for s in result.stages] == ["start, rendered view", "start", "dond-rl (rendered view)", "grpo"]
+    diff = {k: v["mean_diff"] for k, v in result.paired.items()}
+    assert diff == {"points vs fair-negotiator start (conversation view) - start (rendered view)": 0.5,
+                    "points vs fair-negotiator grpo - start": 1.5,
+                    "points vs fair-negotiator grpo - start (rendered view)": 2.0,
+                    "points vs fair-negotiator grpo - dond-rl (rendered view)": 1.0}
