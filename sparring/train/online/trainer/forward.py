@@ -8,6 +8,12 @@ batch runs that prompt once per row. Here the longest prefix common to all items
 once, its keys and values are broadcast to every row (the gradient flows back through them, so
 the loss and its gradient are the ones of separate rows), and only the rows' own suffixes run
 per row. The output layer runs only at the positions that need it.
+
+Why no attention mask: every row is right-padded, and in a causal model a position attends only to
+the positions before it, so no real token ever sees a pad (the pads' own outputs are never read).
+Without a mask PyTorch's SDPA takes its fused causal kernel (`is_causal`), which neither builds a
+[rows, 1, T, T] mask nor keeps the T x T scores for the backward; with one it falls back to the
+kernel that does. Same outputs at every real position (a test compares them with the masked pass).
 """
 
 from __future__ import annotations
@@ -74,13 +80,11 @@ def hidden_states(model: Any, items: list[Item], pad_id: int, share_prefix: bool
     shared = shared_length([len(it.ids) for it in items], common_prefix(items) if share_prefix else 0)
     if not shared:
         ids = torch.full((n, width), pad_id, dtype=torch.long, device=device)
-        mask = torch.zeros((n, width), dtype=torch.long, device=device)
         for b, it in enumerate(items):
             ids[b, : len(it.ids)] = torch.tensor(it.ids, device=device)
-            mask[b, : len(it.ids)] = 1
         if cost is not None:
             cost.count(kind, real, n * width)
-        return decoder(input_ids=ids, attention_mask=mask).last_hidden_state
+        return decoder(input_ids=ids).last_hidden_state  # right-padded: causal attention needs no mask
     prefix = torch.tensor([items[0].ids[:shared]], device=device)
     head = decoder(input_ids=prefix, use_cache=True)
     rows = DynamicCache()
@@ -89,13 +93,11 @@ def hidden_states(model: Any, items: list[Item], pad_id: int, share_prefix: bool
         rows.update(state.keys.expand(n, -1, -1, -1), state.values.expand(n, -1, -1, -1), layer)
     rest = width - shared
     ids = torch.full((n, rest), pad_id, dtype=torch.long, device=device)
-    mask = torch.zeros((n, width), dtype=torch.long, device=device)
-    mask[:, :shared] = 1
     for b, it in enumerate(items):
         ids[b, : len(it.ids) - shared] = torch.tensor(it.ids[shared:], device=device)
-        mask[b, shared: len(it.ids)] = 1
     positions = torch.arange(shared, width, device=device).unsqueeze(0).expand(n, -1)
-    tail = decoder(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True,
+    # each row's tail follows the shared prefix and is right-padded: causal attention needs no mask
+    tail = decoder(input_ids=ids, position_ids=positions, use_cache=True,
                    **{_cache_kwarg(decoder): rows}).last_hidden_state
     if cost is not None:
         cost.count(kind, shared + real - n * shared, shared + n * rest)
