@@ -27,7 +27,7 @@ from typing import Any
 
 from sparring.learning.arms import Measured, run_arm
 from sparring.learning.context import Context
-from sparring.learning.dond_eval import FAIR, contexts_file, walls
+from sparring.learning.dond_eval import contexts_file, walls
 from sparring.learning.experiments import dond_rl
 from sparring.learning.experiments.dond_selfplay import WARM_STAGE
 from sparring.learning.experiments.dond_selfplay_mutual import MUTUAL, TARGET, measure_stage
@@ -80,10 +80,8 @@ def run(ctx: Context) -> Experiment:
                      baselines={"warm start": warm})
     plot_training({"grpo": result.curves()}, ctx.out / "curves" / "dond-mutual-rl-training.png",
                   dond_rl.TRAINING_PANELS)
-    exp.notes.append(f"GRPO: {size['steps']} steps of {size['generations'] * size['prompts']} games against {FAIR}, "
-                     f"the learner in both seats, lr {dond_rl.LEARNING_RATE}, beta 0, reward = own points - 0.1 a "
-                     "refused reply, refused replies trained; the trainer's defaults (dropout off in training, the "
-                     "adapter merged for the rollout)")
+    exp.notes.append(dond_rl.grpo_note(size, "the trainer's defaults (dropout off in training, the adapter merged "
+                                                 "for the rollout)"))
     exp.notes.append(f"held-out, T=0.8: {size['heldout']} generated test scenarios and {size['contexts']} of "
                      f"selfplay.txt's test split in self-play; {size['partner_heldout']} x 2 seats of each set against "
                      "fair-negotiator, of the generated set against the base model")

@@ -60,6 +60,13 @@ def arm_config(ctx: Context, size: dict[str, Any], start: str) -> dict[str, Any]
             "lr_scheduler_type": "constant", **AS_MEASURED}
 
 
+def grpo_note(size: dict[str, Any], extra: str = "") -> str:
+    """The note that says what `dond-rl`'s GRPO ran (its arms' variants add `extra`)."""
+    return (f"GRPO: {size['steps']} steps of {size['generations'] * size['prompts']} games against {FAIR}, the learner "
+            f"in both seats, lr {LEARNING_RATE}, beta 0, reward = own points - 0.1 a refused reply, refused replies "
+            f"trained{'; ' + extra if extra else ''}")
+
+
 def measure_policy(ctx: Context, alias: str, name: str, size: dict[str, Any]) -> Measured:
     """Against fair-negotiator in both seats, and in self-play (does it still agree with itself?),
     in `size`'s view."""
@@ -88,8 +95,6 @@ def run(ctx: Context) -> Experiment:
                      lambda trained: measure_policy(ctx, trained, "dond-rl-grpo", size),
                      stage="grpo", step=size["steps"], start=start_m)
     plot_training({"grpo": result.curves()}, ctx.out / "curves" / "dond-rl-training.png", TRAINING_PANELS)
-    exp.notes.append(f"GRPO: {size['steps']} steps of {size['generations'] * size['prompts']} games against {FAIR}, "
-                     f"the learner in both seats, lr {LEARNING_RATE}, beta 0, reward = own points - 0.1 a refused reply, "
-                     "refused replies trained")
+    exp.notes.append(grpo_note(size))
     exp.wall_s = time.perf_counter() - begin
     return exp

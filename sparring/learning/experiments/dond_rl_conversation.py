@@ -26,7 +26,6 @@ from typing import Any
 
 from sparring.learning.arms import Measured, run_arm
 from sparring.learning.context import Context
-from sparring.learning.dond_eval import FAIR
 from sparring.learning.experiments import dond_rl
 from sparring.learning.registry import experiment
 from sparring.learning.report import plot_training
@@ -44,10 +43,10 @@ def run(ctx: Context) -> Experiment:
     alias, start = ctx.registered(dond_rl.START, "dond-selfplay", NAME)
     start_rendered = dond_rl.measure_policy(ctx, alias, "dond-rl-start", rendered)
     start_m = dond_rl.measure_policy(ctx, alias, "dond-rlc-start", size)
-    baselines: dict[str, Measured] = {"start (rendered view)": start_rendered}
     arm_alias = f"{ctx.label}@{RENDERED_ARM}"
-    if arm_alias in ctx.adapters:  # dond-rl ran into this output: its arm's games are read back
-        baselines["dond-rl (rendered view)"] = dond_rl.measure_policy(ctx, arm_alias, RENDERED_ARM, rendered)
+    # dond-rl ran into this output: its arm's games are read back
+    rendered_arm = (dond_rl.measure_policy(ctx, arm_alias, RENDERED_ARM, rendered) if arm_alias in ctx.adapters
+                    else None)
     exp = Experiment(name=NAME, description="Deal or No Deal: dond-rl's GRPO (own points, against fair-negotiator in "
                      "both seats, from the self-play SFT policy) with every game in the conversation view, in training "
                      "and on the held-out scenarios; the start in both views.", model=ctx.label,
@@ -60,18 +59,17 @@ def run(ctx: Context) -> Experiment:
     exp.stages.append(Stage("start", 0, start_m.metrics, start_m.walls, info={"adapter": start, "view": "conversation"}))
     for label, per in start_m.per.items():
         exp.paired[f"{label} start (conversation view) - start (rendered view)"] = paired(start_rendered.per[label], per)
-    for base_name, base in baselines.items():
-        if base_name != "start (rendered view)":
-            exp.stages.append(Stage(base_name, rendered["steps"], base.metrics, base.walls, info={"view": "rendered"}))
+    baselines: dict[str, Measured] = {"start (rendered view)": start_rendered}
+    if rendered_arm is not None:
+        baselines["dond-rl (rendered view)"] = rendered_arm
+        exp.stages.append(Stage("dond-rl (rendered view)", rendered["steps"], rendered_arm.metrics, rendered_arm.walls,
+                                info={"view": "rendered"}))
     ctx.progress(exp)
     result = run_arm(ctx, exp, "dond-rlc-grpo", dond_rl.arm_config(ctx, size, start),
                      lambda trained: dond_rl.measure_policy(ctx, trained, "dond-rlc-grpo", size),
                      stage="grpo", step=size["steps"], start=start_m, info={"view": "conversation"},
                      baselines=baselines)
     plot_training({"grpo": result.curves()}, ctx.out / "curves" / f"{NAME}-training.png", dond_rl.TRAINING_PANELS)
-    exp.notes.append(f"GRPO as dond-rl: {size['steps']} steps of {size['generations'] * size['prompts']} games against "
-                     f"{FAIR}, the learner in both seats, lr {dond_rl.LEARNING_RATE}, beta 0, reward = own points - 0.1 "
-                     "a refused reply, refused replies trained; every game (training and held-out) in the conversation "
-                     "view")
+    exp.notes.append(dond_rl.grpo_note(size, "every game (training and held-out) in the conversation view"))
     exp.wall_s = time.perf_counter() - begin
     return exp
