@@ -108,3 +108,24 @@ def test_textworld_turn_rl_state_changes_only_the_baseline_of_the_refused_run(tm
     config = OnlineConfig.model_validate(arm_config(ctx, size, "start", "grpo",
                                                     te.arm_settings(ctx, size, state.ARM_STATE[1])))
     assert (config.credit, config.turn_baseline, config.gamma) == ("turn", "state", 0.9)
+
+
+def test_textworld_turn_rl_state_64_runs_the_state_arm_from_the_64_gold_game_start(tmp_path: Path):
+    """textworld-turn-rl-state-64: textworld-turn-rl-state's arm (state baseline, gamma 0.9, refused
+    commands charged) with textworld-turn-rl's sizes and start (64 gold games, lr 2e-4, 14 steps)."""
+    from sparring.learning.experiments import textworld_turn_rl as tt
+    from sparring.learning.experiments import textworld_turn_rl_state as state
+    from sparring.learning.experiments import textworld_turn_rl_state_64 as state64
+    from sparring.learning.experiments.textworld_rl import arm_config
+    from sparring.learning.registry import load_experiments
+    from sparring.train.online.config import OnlineConfig
+
+    ctx = Context(out=tmp_path, size="full", model="smollm2-135m", label="smollm2-135m")
+    size = state64.SIZES["full"]
+    assert {k: v for k, v in size.items() if k != "invalid_penalty"} == tt.SIZES["full"]
+    assert size["invalid_penalty"] == 0.05 and size["train"] == 64 and size["grpo_steps"] == 14
+    config = OnlineConfig.model_validate(arm_config(ctx, size, "start", "grpo",
+                                                    te.arm_settings(ctx, size, state.ARM_STATE[1])))
+    assert (config.credit, config.turn_baseline, config.gamma) == ("turn", "state", 0.9)
+    assert config.experiment["game_args"]["invalid_penalty"] == 0.05
+    assert "textworld-turn-rl-state-64" in load_experiments()
