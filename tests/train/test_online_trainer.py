@@ -185,6 +185,23 @@ def test_training_passes_run_without_dropout_so_the_on_policy_ratio_is_one(tmp_p
     assert kl[True] < 1e-9 and kl[False] > 1e-7 and kl[False] > 1e3 * max(kl[True], 1e-12)
 
 
+def test_return_freed_memory_fixes_the_allocator_before_the_weights_load_and_only_when_asked(tmp_path, monkeypatch):
+    """return_freed_memory: the trainer applies sparring.train.host_memory's setting at its start
+    (replaced here, so this test process keeps its allocator); off by default."""
+    from sparring.train import host_memory
+
+    calls: list[str] = []
+    monkeypatch.setattr(host_memory, "return_freed_memory", lambda: calls.append("set") or False)
+    for flag in (False, True):
+        base = tmp_path / str(flag)
+        base.mkdir()
+        extra = {"return_freed_memory": True} if flag else {}
+        arena, trainer = trainer_for(config_file(base, **extra))
+        arena.close()
+        assert trainer.config.return_freed_memory is flag
+        assert calls == (["set"] if flag else [])
+
+
 @pytest.mark.slow
 def test_the_rollout_runs_with_the_adapter_merged_and_training_with_it_unmerged(tmp_path):
     """merge_rollout (the default): the games are played with the LoRA merged into the base

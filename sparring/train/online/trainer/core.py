@@ -72,6 +72,12 @@ class OnlineTrainer:
                               "must be > 0 (e.g. 1.0)", file=file,
                               key=f"experiment.agents.{config.learner_agent}.sampling.temperature")
         check_tuning(config, file)  # before any weights load
+        if config.return_freed_memory:  # before the weights and the first pass allocate
+            from sparring.train.host_memory import return_freed_memory
+
+            if not return_freed_memory():
+                self.console.print("return_freed_memory: not a Linux glibc process here; the allocator is left "
+                                   "as it is")
         sampling = arena.agents[config.learner_agent].sampling
         self.exact_rollout_logprobs = self.temperature == 1.0 and float(sampling.top_p) >= 1.0
         players = arena.exp.seat_players

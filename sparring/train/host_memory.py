@@ -1,0 +1,40 @@
+"""Have the C allocator give freed memory back to the system (Linux with glibc), so that a
+training pass on a CPU holds what it needs and not what the allocator kept.
+
+Why: PyTorch's CPU tensors come from glibc's malloc. glibc serves a block above its mmap
+threshold with a mapping of its own, unmapped on free, and raises the threshold to the largest
+such block freed (up to 32 MiB on 64-bit systems). After the first pass most activations are
+below it and come from the heap, where a freed block stays resident for reuse and fragmentation
+keeps the high-water mark up. Measured (2026-12-05, SmolLM2-135M with LoRA, activation
+checkpointing, one forward and backward of 8 rows of ~1,075 tokens): the resident set rose 4.06
+GiB with glibc's defaults and 1.47 GiB with the threshold fixed at 1 MiB. Fixing either threshold
+turns the adjustment off (mallopt(3): `M_MMAP_THRESHOLD`, `M_TRIM_THRESHOLD`; the same as setting
+`MALLOC_MMAP_THRESHOLD_` and `MALLOC_TRIM_THRESHOLD_` before the process starts).
+
+The price is time: every large block is a fresh mapping whose pages fault in again (a LoRA SFT
+step of TicTacToe games took 1.7x as long), so it is off unless asked for (`return_freed_memory`
+in an online config) — for a run that would otherwise not fit in memory.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import platform
+
+THRESHOLD = 1 << 20  # bytes: blocks from 1 MiB on get a mapping of their own, returned on free
+M_TRIM_THRESHOLD = -1  # <malloc.h>
+M_MMAP_THRESHOLD = -3
+
+
+def return_freed_memory(threshold: int = THRESHOLD) -> bool:
+    """Fix glibc's mmap and trim thresholds at `threshold` bytes for this process (all threads,
+    from now on). False where the C library is not glibc (macOS, musl, Windows): nothing changed."""
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return False
+    libc = ctypes.CDLL(name)
+    # mallopt returns 1 on success, 0 on error
+    return bool(libc.mallopt(M_MMAP_THRESHOLD, threshold)) and bool(libc.mallopt(M_TRIM_THRESHOLD, threshold))
