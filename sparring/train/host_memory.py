@@ -11,9 +11,10 @@ GiB with glibc's defaults and 1.47 GiB with the threshold fixed at 1 MiB. Fixing
 turns the adjustment off (mallopt(3): `M_MMAP_THRESHOLD`, `M_TRIM_THRESHOLD`; the same as setting
 `MALLOC_MMAP_THRESHOLD_` and `MALLOC_TRIM_THRESHOLD_` before the process starts).
 
-The price is time: every large block is a fresh mapping whose pages fault in again (a LoRA SFT
-step of TicTacToe games took 1.7x as long), so it is off unless asked for (`return_freed_memory`
-in an online config) — for a run that would otherwise not fit in memory.
+The price is time: every large block is a fresh mapping whose pages fault in again (TRL's LoRA
+SFT steps on TicTacToe games took 1.7x as long; sparring's RL training passes about the same),
+so it is off unless asked for (`return_freed_memory` in an online config) — for a run that would
+otherwise not fit in memory.
 """
 
 from __future__ import annotations
