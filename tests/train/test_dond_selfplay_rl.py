@@ -236,3 +236,50 @@ def test_dond_rl_conversation_measures_the_start_in_both_views_and_pairs_with_do
                     "points vs fair-negotiator grpo - start": 1.5,
                     "points vs fair-negotiator grpo - start (rendered view)": 2.0,
                     "points vs fair-negotiator grpo - dond-rl (rendered view)": 1.0}
+
+
+def test_dond_rl_conversation_8_groups_a_steps_8_games_and_pairs_with_the_two_group_arm(tmp_path, monkeypatch):
+    """dond-rl-conversation-8: dond-rl-conversation's arm with one group of 8 games a step (one
+    scenario and seat) instead of two of 4, the same games a step; its start's games are
+    dond-rl-conversation's (read back), and the arm is paired with that experiment's when it ran."""
+    from sparring.learning import arms
+    from sparring.learning.arms import Arm, Measured
+    from sparring.learning.context import Context
+    from sparring.learning.experiments import dond_rl
+    from sparring.learning.experiments import dond_rl_conversation as conversation
+    from sparring.learning.experiments import dond_rl_conversation_8 as exp
+    from sparring.train.online.config import OnlineConfig
+
+    full, reference = exp.SIZES["full"], conversation.SIZES["full"]
+    assert (full["generations"], full["prompts"]) == (8, 1)
+    assert full["generations"] * full["prompts"] == reference["generations"] * reference["prompts"]
+    assert {k: v for k, v in full.items() if k not in ("generations", "prompts")} == {
+        k: v for k, v in reference.items() if k not in ("generations", "prompts")}
+    ctx = Context(out=tmp_path, size="full", model="smollm2-135m", label="m")
+    config = OnlineConfig.model_validate(dond_rl.arm_config(ctx, full, "s"))
+    assert (config.num_generations, config.prompts_per_step, config.experiment["view"]) == (8, 1, "conversation")
+
+    played: list[tuple[str, str]] = []
+    points = {"dond-rlc-start": 0.0, "dond-rlc-grpo": 1.0, "dond-rlc8-grpo": 3.0}
+
+    def measure(ctx, alias, name, size):
+        played.append((alias, name))
+        return Measured({}, {"points vs fair-negotiator": {"s1/Player_1": points[name], "s1/Player_2": 0.0}}, {},
+                        ["s1"])
+
+    trained: list[dict] = []
+    monkeypatch.setattr(dond_rl, "measure_policy", measure)
+    monkeypatch.setattr(exp, "plot_training", lambda *a, **k: None)
+    monkeypatch.setattr(arms, "train", lambda ctx, name, data: trained.append(data) or Arm(str(tmp_path / "a"), 1.0, ["t1"]))
+    ctx = Context(out=tmp_path, size="quick", model="smollm2-135m", label="m")
+    with pytest.raises(SparringError, match="dond-selfplay first"):
+        exp.run(ctx)
+    ctx.adapters["m@dond-selfplay-2"] = str(tmp_path / "start")
+    ctx.adapters["m@dond-rlc-grpo"] = str(tmp_path / "two-groups")
+    result = exp.run(ctx)
+    assert played == [("m@dond-selfplay-2", "dond-rlc-start"), ("m@dond-rlc-grpo", "dond-rlc-grpo"),
+                      ("m@dond-rlc8-grpo", "dond-rlc8-grpo")]
+    assert trained[0]["adapter"] == str(tmp_path / "start")
+    assert [s.name for s in result.stages] == ["start", "dond-rl-conversation (2 groups of 4)", "grpo"]
+    assert {k: v["mean_diff"] for k, v in result.paired.items()} == {
+        "points vs fair-negotiator grpo - start": 1.5, "points vs fair-negotiator grpo - dond-rl-conversation": 1.0}
