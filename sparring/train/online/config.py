@@ -110,12 +110,13 @@ class OnlineConfig(TuningSettings):
                           "scoring passes still share) and whose memory `micro_batch_tokens` bounds; true/false: "
                           "as said, for either trainer")
     return_freed_memory: bool = Field(
-        False, description="Linux CPUs (glibc): have the allocator give freed memory back to the system (fixed mmap "
-                           "and trim thresholds, sparring.train.host_memory), so a training pass's resident peak "
-                           "is what it needs (a checkpointed pass of 8 TicTacToe games: 1.47 instead of 4.06 GiB "
-                           "above its start, in a probe) at the price of page faults (TRL's LoRA SFT steps "
-                           "1.7x as long; the RL passes about the same); for a run that would not fit otherwise. The whole process's setting; nothing "
-                           "changes on a GPU's memory or under another C library")
+        False, description="sparring's trainer on a Linux CPU (glibc): have the allocator give freed memory back to "
+                           "the system (fixed mmap and trim thresholds, sparring.train.host_memory), so a training "
+                           "pass's resident peak is what it needs (a checkpointed pass of 8 TicTacToe games: 1.47 "
+                           "instead of 4.06 GiB above its start, in a probe) at the price of page faults (TRL's LoRA "
+                           "SFT steps 1.7x as long; the RL passes about the same); for a run that would not fit "
+                           "otherwise. The whole process's setting; nothing changes on a GPU or under another C "
+                           "library")
     disable_dropout: bool = Field(
         True, description="train with every dropout off (LoRA's included), as TRL's DPO and KTO do by default: the "
                           "training pass then computes the policy the rollout sampled from (on-policy ratio 1, no "
