@@ -5,9 +5,10 @@ Why: PyTorch's CPU tensors come from glibc's malloc. glibc serves a block above 
 threshold with a mapping of its own, unmapped on free, and raises the threshold to the largest
 such block freed (up to 32 MiB on 64-bit systems). After the first pass most activations are
 below it and come from the heap, where a freed block stays resident for reuse and fragmentation
-keeps the high-water mark up. Measured (2026-12-05, SmolLM2-135M with LoRA, activation
-checkpointing, one forward and backward of 8 rows of ~1,075 tokens): the resident set rose 4.06
-GiB with glibc's defaults and 1.47 GiB with the threshold fixed at 1 MiB. Fixing either threshold
+keeps the high-water mark up. Measured (2026-12-05, `benchmarks/bench_pass_memory.py`:
+SmolLM2-135M with sparring's default LoRA, activation checkpointing, one forward and backward of
+8 rows of ~1,075 tokens): the resident set rose 7.70 GiB with glibc's defaults and 1.51 GiB with
+the thresholds fixed at 1 MiB. Fixing either threshold
 turns the adjustment off (mallopt(3): `M_MMAP_THRESHOLD`, `M_TRIM_THRESHOLD`; the same as setting
 `MALLOC_MMAP_THRESHOLD_` and `MALLOC_TRIM_THRESHOLD_` before the process starts).
 

@@ -112,8 +112,8 @@ class OnlineConfig(TuningSettings):
     return_freed_memory: bool = Field(
         False, description="sparring's trainer on a Linux CPU (glibc): have the allocator give freed memory back to "
                            "the system (fixed mmap and trim thresholds, sparring.train.host_memory), so a training "
-                           "pass's resident peak is what it needs (a checkpointed pass of 8 TicTacToe games: 1.47 "
-                           "instead of 4.06 GiB above its start, in a probe) at the price of page faults (TRL's LoRA "
+                           "pass's resident peak is what it needs (a checkpointed pass of 8 TicTacToe-length rows: 1.51 "
+                           "instead of 7.70 GiB above its start, benchmarks/bench_pass_memory.py) at the price of page faults (TRL's LoRA "
                            "SFT steps 1.7x as long; the RL passes about the same); for a run that would not fit "
                            "otherwise. The whole process's setting; nothing changes on a GPU or under another C "
                            "library")
