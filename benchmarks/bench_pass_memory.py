@@ -20,14 +20,18 @@ import argparse
 import time
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2-135m", help="a models.yaml name or a model directory")
     ap.add_argument("--rows", type=int, default=8)
     ap.add_argument("--width", type=int, default=1075, help="the longest row's tokens")
     ap.add_argument("--checkpointing", action="store_true", help="recompute the layers in the backward")
     ap.add_argument("--return-memory", action="store_true", help="glibc returns freed memory (return_freed_memory)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
     if args.return_memory:
         from sparring.train.host_memory import return_freed_memory
 
