@@ -271,7 +271,6 @@ def serve(
     """Serve a local model (and an adapter) behind an OpenAI-compatible endpoint with transformers'
     own server (`transformers serve`), for vf-eval, prime-rl's evaluation or sparring's `openai` backend."""
     import importlib.util
-    import subprocess
 
     import yaml
     from rich.console import Console
@@ -291,11 +290,30 @@ def serve(
     console.print("sparring's openai backend, in a models file:\n"
                   + yaml.safe_dump({"models": {served.name: models_entry(served, host, port)}}, sort_keys=False),
                   markup=False, highlight=False)
+    raise typer.Exit(run_server(served.command(host, port, device), served.folder))
+
+
+def run_server(command: list[str], cwd: Path) -> int:
+    """Run the server until it exits; a SIGTERM (or Ctrl+C) to this process stops the server too,
+    so that stopping `sparring models serve` never leaves `transformers serve` holding its port."""
+    import signal
+    import subprocess
+
+    proc = subprocess.Popen(command, cwd=cwd)
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: proc.terminate())
     try:
-        code = subprocess.call(served.command(host, port, device), cwd=served.folder)
-    except KeyboardInterrupt:
-        code = 0
-    raise typer.Exit(code)
+        code = proc.wait()
+        return 128 - code if code < 0 else code  # stopped by a signal: the shell's 128 + N
+    except KeyboardInterrupt:  # the server got the terminal's SIGINT too
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
 
 def register(root: typer.Typer) -> None:
