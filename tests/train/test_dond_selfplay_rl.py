@@ -202,24 +202,11 @@ def test_dond_rl_conversation_measures_the_start_in_both_views_and_pairs_with_do
     """The start plays the held-out games in both views (the rendered one under dond-rl's run names,
     so dond-rl's stored games are read back); the arm, trained and measured in the conversation
     view, is paired with the start in each view and with dond-rl's arm when that is registered."""
-    from sparring.learning import arms
-    from sparring.learning.arms import Arm, Measured
     from sparring.learning.context import Context
-    from sparring.learning.experiments import dond_rl
     from sparring.learning.experiments import dond_rl_conversation as exp
 
-    played: list[tuple[str, str, str | None]] = []
-    points = {"dond-rl-start": 0.0, "dond-rlc-start": 1.0, "dond-rl-grpo": 2.0, "dond-rlc-grpo": 4.0}
-
-    def measure(ctx, alias, name, size):
-        played.append((alias, name, size.get("view")))
-        return Measured({}, {"points vs fair-negotiator": {"s1/Player_1": points[name], "s1/Player_2": 0.0}}, {},
-                        ["s1"])
-
-    trained: list[dict] = []
-    monkeypatch.setattr(dond_rl, "measure_policy", measure)
-    monkeypatch.setattr(exp, "plot_training", lambda *a, **k: None)
-    monkeypatch.setattr(arms, "train", lambda ctx, name, data: trained.append(data) or Arm(str(tmp_path / "a"), 1.0, ["t1"]))
+    played, trained = stand_in_arms(monkeypatch, tmp_path, {"dond-rl-start": 0.0, "dond-rlc-start": 1.0,
+                                                             "dond-rl-grpo": 2.0, "dond-rlc-grpo": 4.0})
     ctx = Context(out=tmp_path, size="quick", model="smollm2-135m", label="m")
     with pytest.raises(SparringError, match="dond-selfplay first"):
         exp.run(ctx)
@@ -242,8 +229,6 @@ def test_dond_rl_conversation_8_groups_a_steps_8_games_and_pairs_with_the_two_gr
     """dond-rl-conversation-8: dond-rl-conversation's arm with one group of 8 games a step (one
     scenario and seat) instead of two of 4, the same games a step; its start's games are
     dond-rl-conversation's (read back), and the arm is paired with that experiment's when it ran."""
-    from sparring.learning import arms
-    from sparring.learning.arms import Arm, Measured
     from sparring.learning.context import Context
     from sparring.learning.experiments import dond_rl
     from sparring.learning.experiments import dond_rl_conversation as conversation
@@ -259,27 +244,38 @@ def test_dond_rl_conversation_8_groups_a_steps_8_games_and_pairs_with_the_two_gr
     config = OnlineConfig.model_validate(dond_rl.arm_config(ctx, full, "s"))
     assert (config.num_generations, config.prompts_per_step, config.experiment["view"]) == (8, 1, "conversation")
 
-    played: list[tuple[str, str]] = []
-    points = {"dond-rlc-start": 0.0, "dond-rlc-grpo": 1.0, "dond-rlc8-grpo": 3.0}
-
-    def measure(ctx, alias, name, size):
-        played.append((alias, name))
-        return Measured({}, {"points vs fair-negotiator": {"s1/Player_1": points[name], "s1/Player_2": 0.0}}, {},
-                        ["s1"])
-
-    trained: list[dict] = []
-    monkeypatch.setattr(dond_rl, "measure_policy", measure)
-    monkeypatch.setattr(exp, "plot_training", lambda *a, **k: None)
-    monkeypatch.setattr(arms, "train", lambda ctx, name, data: trained.append(data) or Arm(str(tmp_path / "a"), 1.0, ["t1"]))
+    played, trained = stand_in_arms(monkeypatch, tmp_path, {"dond-rlc-start": 0.0, "dond-rlc-grpo": 1.0,
+                                                             "dond-rlc8-grpo": 3.0})
     ctx = Context(out=tmp_path, size="quick", model="smollm2-135m", label="m")
     with pytest.raises(SparringError, match="dond-selfplay first"):
         exp.run(ctx)
     ctx.adapters["m@dond-selfplay-2"] = str(tmp_path / "start")
     ctx.adapters["m@dond-rlc-grpo"] = str(tmp_path / "two-groups")
     result = exp.run(ctx)
-    assert played == [("m@dond-selfplay-2", "dond-rlc-start"), ("m@dond-rlc-grpo", "dond-rlc-grpo"),
-                      ("m@dond-rlc8-grpo", "dond-rlc8-grpo")]
+    assert [(alias, name) for alias, name, _ in played] == [
+        ("m@dond-selfplay-2", "dond-rlc-start"), ("m@dond-rlc-grpo", "dond-rlc-grpo"), ("m@dond-rlc8-grpo", "dond-rlc8-grpo")]
     assert trained[0]["adapter"] == str(tmp_path / "start")
     assert [s.name for s in result.stages] == ["start", "dond-rl-conversation (2 groups of 4)", "grpo"]
     assert {k: v["mean_diff"] for k, v in result.paired.items()} == {
         "points vs fair-negotiator grpo - start": 1.5, "points vs fair-negotiator grpo - dond-rl-conversation": 1.0}
+
+
+def stand_in_arms(monkeypatch, tmp_path: Path, points: dict[str, float]) -> tuple[list, list]:
+    """dond_rl's measure and the arms' training replaced: each measured run scores `points[run]`
+    in one game (seat Player_1); returns the (alias, run, view) measured and the configs trained."""
+    from sparring.learning import arms
+    from sparring.learning.arms import Arm, Measured
+    from sparring.learning.experiments import dond_rl
+
+    played: list[tuple[str, str, str | None]] = []
+    trained: list[dict] = []
+
+    def measure(ctx, alias, name, size):
+        played.append((alias, name, size.get("view")))
+        return Measured({}, {"points vs fair-negotiator": {"s1/Player_1": points[name], "s1/Player_2": 0.0}}, {},
+                        ["s1"])
+
+    monkeypatch.setattr(dond_rl, "measure_policy", measure)
+    monkeypatch.setattr(dond_rl, "plot_training", lambda *a, **k: None)
+    monkeypatch.setattr(arms, "train", lambda ctx, name, data: trained.append(data) or Arm(str(tmp_path / "a"), 1.0, ["t1"]))
+    return played, trained

@@ -187,7 +187,8 @@ def test_training_passes_run_without_dropout_so_the_on_policy_ratio_is_one(tmp_p
 
 def test_return_freed_memory_fixes_the_allocator_before_the_weights_load_and_only_when_asked(tmp_path, monkeypatch):
     """return_freed_memory: the trainer applies sparring.train.host_memory's setting at its start
-    (replaced here, so this test process keeps its allocator); off by default."""
+    (replaced here, so this test process keeps its allocator); off by default; TRL's trainer refuses it."""
+    from sparring.errors import SparringError
     from sparring.train import host_memory
 
     calls: list[str] = []
@@ -200,6 +201,8 @@ def test_return_freed_memory_fixes_the_allocator_before_the_weights_load_and_onl
         arena.close()
         assert trainer.config.return_freed_memory is flag
         assert calls == (["set"] if flag else [])
+    with pytest.raises(SparringError, match="return_freed_memory need sparring's trainer"):
+        trainer_for(config_file(tmp_path / "True", name="trl-online", trainer="trl", return_freed_memory=True))
 
 
 @pytest.mark.slow

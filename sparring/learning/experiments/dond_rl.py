@@ -67,6 +67,19 @@ def grpo_note(size: dict[str, Any], extra: str = "") -> str:
             f"trained{'; ' + extra if extra else ''}")
 
 
+def grpo_arm(ctx: Context, exp: Experiment, experiment_name: str, run: str, size: dict[str, Any], start: str,
+             start_m: Measured, baselines: dict[str, Measured] | None = None, note: str = "") -> None:
+    """`dond-rl`'s GRPO arm `run` from the adapter `start` in `size`'s view: trained, measured by
+    `measure_policy` under `run`, paired with the start (`start_m`) and each of `baselines`, its
+    curves drawn as OUT/curves/EXPERIMENT_NAME-training.png and its note added (`note`: what the
+    variant changes)."""
+    result = run_arm(ctx, exp, run, arm_config(ctx, size, start),
+                     lambda trained: measure_policy(ctx, trained, run, size), stage="grpo", step=size["steps"],
+                     start=start_m, info={"view": size["view"]} if "view" in size else None, baselines=baselines)
+    plot_training({"grpo": result.curves()}, ctx.out / "curves" / f"{experiment_name}-training.png", TRAINING_PANELS)
+    exp.notes.append(grpo_note(size, note))
+
+
 def measure_policy(ctx: Context, alias: str, name: str, size: dict[str, Any]) -> Measured:
     """Against fair-negotiator in both seats, and in self-play (does it still agree with itself?),
     in `size`'s view."""
@@ -91,10 +104,6 @@ def run(ctx: Context) -> Experiment:
                             "agreement not lower")
     exp.stages.append(Stage("start", 0, start_m.metrics, start_m.walls, info={"adapter": start}))
     ctx.progress(exp)
-    result = run_arm(ctx, exp, "dond-rl-grpo", arm_config(ctx, size, start),
-                     lambda trained: measure_policy(ctx, trained, "dond-rl-grpo", size),
-                     stage="grpo", step=size["steps"], start=start_m)
-    plot_training({"grpo": result.curves()}, ctx.out / "curves" / "dond-rl-training.png", TRAINING_PANELS)
-    exp.notes.append(grpo_note(size))
+    grpo_arm(ctx, exp, "dond-rl", "dond-rl-grpo", size, start, start_m)
     exp.wall_s = time.perf_counter() - begin
     return exp

@@ -24,11 +24,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sparring.learning.arms import Measured, run_arm
+from sparring.learning.arms import Measured
 from sparring.learning.context import Context
 from sparring.learning.experiments import dond_rl
 from sparring.learning.registry import experiment
-from sparring.learning.report import plot_training
 from sparring.learning.results import Experiment, Stage, paired
 
 NAME = "dond-rl-conversation"
@@ -65,11 +64,7 @@ def run(ctx: Context) -> Experiment:
         exp.stages.append(Stage("dond-rl (rendered view)", rendered["steps"], rendered_arm.metrics, rendered_arm.walls,
                                 info={"view": "rendered"}))
     ctx.progress(exp)
-    result = run_arm(ctx, exp, "dond-rlc-grpo", dond_rl.arm_config(ctx, size, start),
-                     lambda trained: dond_rl.measure_policy(ctx, trained, "dond-rlc-grpo", size),
-                     stage="grpo", step=size["steps"], start=start_m, info={"view": "conversation"},
-                     baselines=baselines)
-    plot_training({"grpo": result.curves()}, ctx.out / "curves" / f"{NAME}-training.png", dond_rl.TRAINING_PANELS)
-    exp.notes.append(dond_rl.grpo_note(size, "every game (training and held-out) in the conversation view"))
+    dond_rl.grpo_arm(ctx, exp, NAME, "dond-rlc-grpo", size, start, start_m, baselines,
+                     "every game (training and held-out) in the conversation view")
     exp.wall_s = time.perf_counter() - begin
     return exp

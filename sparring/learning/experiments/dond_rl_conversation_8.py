@@ -18,12 +18,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sparring.learning.arms import Measured, run_arm
+from sparring.learning.arms import Measured
 from sparring.learning.context import Context
 from sparring.learning.experiments import dond_rl
 from sparring.learning.experiments import dond_rl_conversation as conversation
 from sparring.learning.registry import experiment
-from sparring.learning.report import plot_training
 from sparring.learning.results import Experiment, Stage
 
 NAME = "dond-rl-conversation-8"
@@ -54,12 +53,8 @@ def run(ctx: Context) -> Experiment:
         exp.stages.append(Stage("dond-rl-conversation (2 groups of 4)", size["steps"], groups4.metrics, groups4.walls,
                                 info={"view": "conversation"}))
     ctx.progress(exp)
-    result = run_arm(ctx, exp, "dond-rlc8-grpo", dond_rl.arm_config(ctx, size, start),
-                     lambda trained: dond_rl.measure_policy(ctx, trained, "dond-rlc8-grpo", size),
-                     stage="grpo", step=size["steps"], start=start_m, info={"view": "conversation"},
-                     baselines=baselines)
-    plot_training({"grpo": result.curves()}, ctx.out / "curves" / f"{NAME}-training.png", dond_rl.TRAINING_PANELS)
-    exp.notes.append(dond_rl.grpo_note(size, f"every game in the conversation view; one group of "
-                                             f"{size['generations']} games a step (one scenario and seat)"))
+    dond_rl.grpo_arm(ctx, exp, NAME, "dond-rlc8-grpo", size, start, start_m, baselines,
+                     f"every game in the conversation view; one group of {size['generations']} games a step "
+                     "(one scenario and seat)")
     exp.wall_s = time.perf_counter() - begin
     return exp

@@ -152,7 +152,8 @@ class OnlineConfig(TuningSettings):
         if self.engine == "trl":
             needs = [k for k, bad in (("opponents.mode", self.opponents.mode != "fixed"),
                                       ("baseline", self.baseline != "group"),
-                                      ("scale_rewards", self.scale_rewards is not None)) if bad]
+                                      ("scale_rewards", self.scale_rewards is not None),
+                                      ("return_freed_memory", self.return_freed_memory)) if bad]
             if needs:
                 raise ValueError(f"{', '.join(needs)} need sparring's trainer: set trainer: sparring")
         return self
