@@ -39,3 +39,27 @@ def test_freed_blocks_go_back_to_the_system_only_when_asked():
     assert freed_mb("return") > 20  # the 24 MiB freed are unmapped
     assert freed_mb("keep") < 8     # glibc's defaults keep them in the heap for reuse
 
+
+
+KEEPS = """
+import sys
+from sparring.train.host_memory import keeps_freed_memory, return_freed_memory
+before = keeps_freed_memory("cpu")
+if sys.argv[1] == "return":
+    assert return_freed_memory()
+print(before, keeps_freed_memory("cpu"))
+"""
+
+
+@pytest.mark.parametrize(("mode", "env", "said"), [
+    ("keep", {}, "True True"),                    # glibc's defaults: a CPU pass's freed memory stays
+    ("return", {}, "True False"),                 # given back once the trainer set the thresholds
+    ("keep", {"MALLOC_MMAP_THRESHOLD_": "1048576", "MALLOC_TRIM_THRESHOLD_": "1048576"}, "False False"),
+])
+def test_whether_a_cpu_keeps_freed_memory_follows_the_process_setting(mode, env, said):
+    import os
+
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}, **env}
+    out = subprocess.run([sys.executable, "-c", KEEPS, mode], capture_output=True, text=True, timeout=120,
+                         check=True, env=env)
+    assert out.stdout.strip().splitlines()[-1] == said

@@ -68,3 +68,41 @@ def test_recomputed_activations_cost_a_fraction_a_position_and_the_same_gradient
         grads[on] = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
     assert per[True] < 0.6 * per[False]
     assert torch.allclose(grads[True], grads[False], atol=1e-6)
+
+
+def test_a_checkpointed_pass_is_priced_as_kept_where_the_allocator_keeps_freed_memory():
+    """On a CPU whose allocator keeps what a pass frees, recomputed activations stay resident as if
+    kept (8 checkpointed TicTacToe games: 8.0 GiB against 7.6 without checkpointing), so the budget
+    prices such a pass without checkpointing — and leaves checkpointing on; where freed memory goes
+    back (`return_freed_memory`, a GPU) it prices the checkpointed pass."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from sparring.models.tiny import tiny_model
+    from sparring.train.online.trainer.budget import bytes_per_position, checkpointing, token_budget
+    from sparring.train.policy import prepare_training
+
+    model, _ = tiny_model(seed=0, vocab=1024, num_layers=4)
+    model = get_peft_model(model, LoraConfig(r=4, target_modules=["q_proj", "v_proj"]))
+    kept = bytes_per_position(model, "cpu")
+    prepare_training(model, no_dropout=True, checkpointing=True)
+    assert checkpointing(model)
+    recomputed = bytes_per_position(model, "cpu")
+    assert recomputed < 0.6 * kept
+    keeps = token_budget(model, "cpu", keeps_freed=True)
+    # (the probe of a model that was checkpointed keeps a little more: the embedding's output hook)
+    assert keeps.bytes_per_position == pytest.approx(kept, rel=0.05) and keeps.priced_as_kept
+    assert "priced without activation checkpointing" in keeps.describe()
+    assert checkpointing(model)  # on again after the probe
+    assert bytes_per_position(model, "cpu") == recomputed
+    gives_back = token_budget(model, "cpu", keeps_freed=False)
+    assert gives_back.bytes_per_position == recomputed and not gives_back.priced_as_kept
+    assert "priced without" not in gives_back.describe()
+    # a model without checkpointing is priced as it is either way
+    plain, _ = tiny_model(seed=0, vocab=1024, num_layers=4)
+    plain = get_peft_model(plain, LoraConfig(r=4, target_modules=["q_proj", "v_proj"]))
+    assert not checkpointing(plain)
+    assert token_budget(plain, "cpu", keeps_freed=True).bytes_per_position == kept
+    model.train()
+    ids = torch.randint(0, 1024, (2, 12), generator=torch.Generator().manual_seed(1))
+    model(input_ids=ids).logits.sum().backward()  # still trains after the toggle
