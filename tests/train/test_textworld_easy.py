@@ -129,3 +129,36 @@ def test_textworld_turn_rl_state_64_runs_the_state_arm_from_the_64_gold_game_sta
     assert (config.credit, config.turn_baseline, config.gamma) == ("turn", "state", 0.9)
     assert config.experiment["game_args"]["invalid_penalty"] == 0.05
     assert "textworld-turn-rl-state-64" in load_experiments()
+
+
+def test_textworld_turn_rl_state_128_changes_only_the_start_of_the_64_game_run(tmp_path: Path):
+    """textworld-turn-rl-state-128: textworld-turn-rl-state-64's RL, sizes and rate from a start of
+    its own, fitted on 128 gold games (one epoch) instead of 64."""
+    from sparring.learning.experiments import textworld_turn_rl_state_64 as state64
+    from sparring.learning.experiments import textworld_turn_rl_state_128 as state128
+    from sparring.learning.registry import load_experiments
+
+    for size in ("quick", "full"):
+        ours, theirs = state128.SIZES[size], state64.SIZES[size]
+        assert {k: v for k, v in ours.items() if k not in ("train", "steps")} == {
+            k: v for k, v in theirs.items() if k not in ("train", "steps")}
+    full = state128.SIZES["full"]
+    assert full["train"] == full["steps"] == 128 and full["rl_games"] == 64 and full["grpo_steps"] == 14
+    assert "textworld-turn-rl-state-128" in load_experiments()
+
+
+def test_textworld_turn_rl_state_128_fits_its_own_start_and_runs_the_state_arm(tmp_path: Path, monkeypatch):
+    """The experiment hands run_from its own start stage (never textworld-easy-rl's 64-game one) and
+    the same-state arm."""
+    from sparring.learning.experiments import textworld_turn_rl as turn
+    from sparring.learning.experiments import textworld_turn_rl_state as state
+    from sparring.learning.experiments import textworld_turn_rl_state_128 as state128
+
+    seen = {}
+    monkeypatch.setattr(turn, "run_from", lambda ctx, name, size, start, arm: seen.update(
+        name=name, size=size, start=start, arm=arm) or "ran")
+    ctx = Context(out=tmp_path, size="full", model="smollm2-135m", label="smollm2-135m")
+    assert state128.run(ctx) == "ran"
+    assert seen == {"name": "textworld-turn-rl-state-128", "size": state128.SIZES["full"],
+                    "start": "textworld-turn-rl-state-128-start", "arm": state.ARM_STATE}
+    assert seen["start"] != turn.START
