@@ -35,7 +35,7 @@ from typing import Any
 from rich.console import Console
 
 from sparring.errors import SparringError
-from sparring.train.host_memory import keeps_freed_memory, return_freed_memory
+from sparring.train.host_memory import keeps_freed_memory
 from sparring.train.online.config import OnlineConfig
 from sparring.train.online.trainer.advantages import Credit, grpo_credit, ppo_credit, turn_kl
 from sparring.train.online.trainer.budget import positions_per_forward
@@ -74,7 +74,9 @@ class OnlineTrainer:
                               key=f"experiment.agents.{config.learner_agent}.sampling.temperature")
         check_tuning(config, file)  # before any weights load
         if config.return_freed_memory:  # before the weights and the first pass allocate
-            if not return_freed_memory():
+            from sparring.train import host_memory
+
+            if not host_memory.return_freed_memory():
                 self.console.print("return_freed_memory: not a Linux glibc process here; the allocator is left "
                                    "as it is")
         sampling = arena.agents[config.learner_agent].sampling
