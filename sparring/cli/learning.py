@@ -9,6 +9,8 @@ from pathlib import Path
 
 import typer
 
+from sparring.learning.order import ORDER
+
 
 def learning(
     suite: str = typer.Option("quick", "--suite", "-s", help="quick (tiny model, toy sizes, minutes) or full "
@@ -16,9 +18,7 @@ def learning(
     output: Path = typer.Option(..., "--output", "-o", help="Output directory: learning.json, learning.md, "
                                 "curves/*.png, models.yaml with every trained adapter as MODEL@STAGE."),
     only: str | None = typer.Option(None, "--only", help="Comma-separated experiments (default: all): "
-                                    "textworld-sft, textworld-sft-data, textworld-rl, textworld-easy-rl, textworld-turn-rl, textworld-turn-rl-256, textworld-turn-rl-progress, textworld-turn-rl-refused, textworld-turn-rl-state, textworld-turn-rl-state-64, textworld-turn-rl-state-128, dond-selfplay, dond-selfplay-mutual, dond-rl, dond-rl-conversation, dond-rl-conversation-8, dond-selfplay-rl, dond-mutual-rl, trl-dond, debate-dpo, "
-                                    "debate-dpo-evidence, debate-dpo-contrast, debate-dpo-contrast-extras, grpo, "
-                                    "textarena-tictactoe, textarena-tictactoe-rl, textarena-tictactoe-pool, textarena-kuhn, textarena-kuhn-card, textarena-kuhn-fit, textarena-kuhn-hand, transfer."),
+                                    + ", ".join(ORDER) + "."),
     dond_data: str | None = typer.Option(None, "--dond-data", help="The Deal or No Deal human dialogues (data.txt "
                                          "or a folder holding it); default: $SPARRING_DATA_DIR or `sparring data "
                                          "fetch dond-dialogues`."),

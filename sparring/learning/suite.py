@@ -15,13 +15,9 @@ from typing import Any
 
 from sparring.errors import SparringError
 from sparring.learning.context import Context
+from sparring.learning.order import ORDER
 from sparring.learning.registry import EXPERIMENTS, load_experiments
 from sparring.learning.results import Experiment
-
-ORDER = ("textworld-sft", "textworld-sft-data", "textworld-rl", "textworld-easy-rl", "textworld-turn-rl", "textworld-turn-rl-256", "textworld-turn-rl-progress", "textworld-turn-rl-refused", "textworld-turn-rl-state", "textworld-turn-rl-state-64", "textworld-turn-rl-state-128", "dond-selfplay", "dond-selfplay-mutual", "dond-rl", "dond-rl-conversation", "dond-rl-conversation-8", "dond-selfplay-rl", "dond-mutual-rl", "trl-dond", "debate-dpo",
-         "debate-dpo-evidence", "debate-dpo-contrast", "debate-dpo-contrast-extras", "grpo",
-         "textarena-tictactoe", "textarena-tictactoe-rl", "textarena-tictactoe-pool", "textarena-kuhn", "textarena-kuhn-card", "textarena-kuhn-fit", "textarena-kuhn-hand", "transfer")
-
 
 # The quick suite's tokenizer: the bundled one cut to its first ids (`sparring.models.tiny`). A random
 # model's output is noise at any vocabulary, and with the full 49,152 ids the output layer is ~95% of

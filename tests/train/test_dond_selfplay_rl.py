@@ -202,17 +202,11 @@ def test_dond_rl_conversation_measures_the_start_in_both_views_and_pairs_with_do
     """The start plays the held-out games in both views (the rendered one under dond-rl's run names,
     so dond-rl's stored games are read back); the arm, trained and measured in the conversation
     view, is paired with the start in each view and with dond-rl's arm when that is registered."""
-    from sparring.learning.context import Context
     from sparring.learning.experiments import dond_rl_conversation as exp
 
     played, trained = stand_in_arms(monkeypatch, tmp_path, {"dond-rl-start": 0.0, "dond-rlc-start": 1.0,
                                                              "dond-rl-grpo": 2.0, "dond-rlc-grpo": 4.0})
-    ctx = Context(out=tmp_path, size="quick", model="smollm2-135m", label="m")
-    with pytest.raises(SparringError, match="dond-selfplay first"):
-        exp.run(ctx)
-    ctx.adapters["m@dond-selfplay-2"] = str(tmp_path / "start")
-    ctx.adapters["m@dond-rl-grpo"] = str(tmp_path / "rendered-arm")
-    result = exp.run(ctx)
+    result = run_from_the_start(exp, tmp_path, {"m@dond-rl-grpo": str(tmp_path / "rendered-arm")})
     assert played[:3] == [("m@dond-selfplay-2", "dond-rl-start", None), ("m@dond-selfplay-2", "dond-rlc-start", "conversation"),
                           ("m@dond-rl-grpo", "dond-rl-grpo", None)]
     assert played[3] == ("m@dond-rlc-grpo", "dond-rlc-grpo", "conversation")
@@ -246,12 +240,7 @@ def test_dond_rl_conversation_8_groups_a_steps_8_games_and_pairs_with_the_two_gr
 
     played, trained = stand_in_arms(monkeypatch, tmp_path, {"dond-rlc-start": 0.0, "dond-rlc-grpo": 1.0,
                                                              "dond-rlc8-grpo": 3.0})
-    ctx = Context(out=tmp_path, size="quick", model="smollm2-135m", label="m")
-    with pytest.raises(SparringError, match="dond-selfplay first"):
-        exp.run(ctx)
-    ctx.adapters["m@dond-selfplay-2"] = str(tmp_path / "start")
-    ctx.adapters["m@dond-rlc-grpo"] = str(tmp_path / "two-groups")
-    result = exp.run(ctx)
+    result = run_from_the_start(exp, tmp_path, {"m@dond-rlc-grpo": str(tmp_path / "two-groups")})
     assert [(alias, name) for alias, name, _ in played] == [
         ("m@dond-selfplay-2", "dond-rlc-start"), ("m@dond-rlc-grpo", "dond-rlc-grpo"), ("m@dond-rlc8-grpo", "dond-rlc8-grpo")]
     assert trained[0]["adapter"] == str(tmp_path / "start")
@@ -279,3 +268,15 @@ def stand_in_arms(monkeypatch, tmp_path: Path, points: dict[str, float]) -> tupl
     monkeypatch.setattr(dond_rl, "plot_training", lambda *a, **k: None)
     monkeypatch.setattr(arms, "train", lambda ctx, name, data: trained.append(data) or Arm(str(tmp_path / "a"), 1.0, ["t1"]))
     return played, trained
+
+
+def run_from_the_start(exp, tmp_path: Path, adapters: dict[str, str]):
+    """`exp` at quick size: refused without dond-selfplay's start, then run with it (at
+    tmp_path/start) and `adapters` registered."""
+    from sparring.learning.context import Context
+
+    ctx = Context(out=tmp_path, size="quick", model="smollm2-135m", label="m")
+    with pytest.raises(SparringError, match="dond-selfplay first"):
+        exp.run(ctx)
+    ctx.adapters.update({"m@dond-selfplay-2": str(tmp_path / "start"), **adapters})
+    return exp.run(ctx)

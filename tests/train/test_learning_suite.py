@@ -199,7 +199,7 @@ def test_the_cli_command_refuses_an_unknown_suite(tmp_path):
 
 def test_the_cli_help_names_every_experiment_of_the_suite():
     """`sparring learning --help` lists the experiments without importing the suite (the help
-    stays instant), so the list is written out: it must name every experiment the suite runs."""
+    stays instant), from `sparring.learning.order`: it must name every experiment the suite runs."""
     import inspect
 
     from sparring.cli.learning import learning

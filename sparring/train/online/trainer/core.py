@@ -35,7 +35,7 @@ from typing import Any
 from rich.console import Console
 
 from sparring.errors import SparringError
-from sparring.train.host_memory import keeps_freed_memory
+from sparring.train import host_memory
 from sparring.train.online.config import OnlineConfig
 from sparring.train.online.trainer.advantages import Credit, grpo_credit, ppo_credit, turn_kl
 from sparring.train.online.trainer.budget import positions_per_forward
@@ -74,8 +74,6 @@ class OnlineTrainer:
                               key=f"experiment.agents.{config.learner_agent}.sampling.temperature")
         check_tuning(config, file)  # before any weights load
         if config.return_freed_memory:  # before the weights and the first pass allocate
-            from sparring.train import host_memory
-
             if not host_memory.return_freed_memory():
                 self.console.print("return_freed_memory: not a Linux glibc process here; the allocator is left "
                                    "as it is")
@@ -125,7 +123,7 @@ class OnlineTrainer:
         self.credit = Credit()
         self.rollout_store: Any = None  # a RunStore that keeps every training game (`keep_rollouts`)
         self.max_positions = positions_per_forward(config.micro_batch_tokens, model, self.device, self.console,
-                                                   keeps_freed=keeps_freed_memory(self.device))
+                                                   keeps_freed=host_memory.keeps_freed_memory(self.device))
 
     @property
     def kl_coef(self) -> float:
