@@ -24,6 +24,7 @@ extend): every token carries its own turn's advantage.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -31,7 +32,7 @@ from sparring.learning.arms import run_arm
 from sparring.learning.context import Context
 from sparring.learning.credit_report import credit_by_action
 from sparring.learning.experiments import textworld_easy_rl as easy
-from sparring.learning.experiments.textworld_rl import arm_config
+from sparring.learning.experiments.textworld_rl import COOK, arm_config, recipe_appliances
 from sparring.learning.experiments.textworld_sft import gold_rows, sft
 from sparring.learning.registry import experiment
 from sparring.learning.report import plot_training
@@ -65,11 +66,34 @@ def run(ctx: Context) -> Experiment:
     return run_from(ctx, NAME, SIZES[ctx.size], START)
 
 
+def cooking_labels(record: Any) -> list[str]:
+    """Each command of a TextWorld game: a cooking command named by its appliance and whether the
+    recipe (as the game showed it) asks for that appliance, every other command `other`: what each
+    appliance was paid, right and wrong, whatever the ingredient."""
+    wanted = recipe_appliances(record)
+    labels = []
+    for e in record.events:
+        if e.tag != "command":
+            continue
+        m = COOK.match(e.content.strip().lower())
+        if not m:
+            labels.append("other")
+        elif not e.meta.get("valid"):
+            labels.append(f"cook in {m.group(2)}, refused")
+        else:
+            right = m.group(2) in wanted.get(m.group(1).strip(), set())
+            labels.append(f"cook in {m.group(2)}, " + ("the recipe's" if right else "not the recipe's"))
+    return labels
+
+
 def run_from(ctx: Context, name: str, size: dict[str, Any], start_stage: str,
-             arm_spec: tuple[str, dict[str, Any]] = ARM) -> Experiment:
+             arm_spec: tuple[str, dict[str, Any]] = ARM,
+             rl_worlds: Callable[[Sequence[Any], int], list[int]] | None = None) -> Experiment:
     """The experiment `name`: the SFT start `start_stage` (reused when registered, else fitted on
     `size["train"]` gold games), per-step GRPO (`arm_spec`: its name and online settings) from it,
-    both measured on the same held-out games."""
+    both measured on the same held-out games. RL trains on the first `size["rl_games"]` worlds of
+    the training fold, or on the seeds `rl_worlds(gold records, size["rl_games"])` picks from the
+    gold games' worlds."""
     begin = time.perf_counter()
     gold, rows = gold_rows(ctx, size, f"{name}-gold")  # the start's training games (ids), played again: cheap
     alias, sft_s, loss = f"{ctx.label}@{start_stage}", 0.0, None
@@ -99,6 +123,10 @@ def run_from(ctx: Context, name: str, size: dict[str, Any], start_stage: str,
     run_name = f"{name}-{arm}"
     rl_size = {**size, "max_live": size["episodes"]}  # a step's games all in flight
     settings = easy.arm_settings(ctx, rl_size, extra)
+    if rl_worlds is not None:
+        seeds = rl_worlds(gold.records, size["rl_games"])
+        settings["experiment"]["dataset"].update(limit=len(seeds))
+        settings["experiment"]["dataset"]["args"]["seeds"] = seeds
     trained = run_arm(ctx, exp, run_name, arm_config(ctx, rl_size, start, "grpo", settings),
                       partial(easy.measure, ctx, run=run_name, size=size), stage=arm, step=size["grpo_steps"],
                       start=start_m, curve_keys=("step", *easy.CURVE_KEYS),
@@ -108,6 +136,11 @@ def run_from(ctx: Context, name: str, size: dict[str, Any], start_stage: str,
     if (rollouts / "episodes.jsonl").exists():  # what each credit design gave each command of the training games
         exp.stages[-1].info["credit_by_command"] = credit_by_action(
             list(iter_records(rollouts)), size["generations"], "player", command_labels, CREDIT_DESIGNS,
+            format_penalty=settings.get("format_penalty", 0.0))
+        trained_design = {k: v for k, v in CREDIT_DESIGNS.items() if v == (extra["turn_baseline"], extra["gamma"])}
+        exp.stages[-1].info["credit_by_appliance"] = credit_by_action(  # the sum of a label = n x mean
+            list(iter_records(rollouts)), size["generations"], "player", cooking_labels, trained_design or
+            {"as trained": (extra["turn_baseline"], extra["gamma"])}, top=20,
             format_penalty=settings.get("format_penalty", 0.0))
     curves = trained.curves(("step", *easy.CURVE_KEYS))
     plot_training({arm: curves}, ctx.out / "curves" / f"{name}-training.png", easy.TRAINING_PANELS)
