@@ -162,3 +162,116 @@ def test_textworld_turn_rl_state_128_fits_its_own_start_and_runs_the_state_arm(t
     assert seen == {"name": "textworld-turn-rl-state-128", "size": state128.SIZES["full"],
                     "start": "textworld-turn-rl-state-128-start", "arm": state.ARM_STATE}
     assert seen["start"] != turn.START
+
+
+def _world(seed: int, recipe_step: str | None) -> SimpleNamespace:
+    recipe = ("Ingredients:\n  red apple\n\nDirections:\n" + (f"  {recipe_step} the red apple\n" if recipe_step else "")
+              + "  prepare meal\n")
+    events = [SimpleNamespace(tag="observation", content=recipe, meta={})]
+    return SimpleNamespace(instance={"seed": seed}, events=events)
+
+
+def test_balanced_worlds_take_each_recipe_kind_in_turn():
+    """textworld-turn-rl-balanced's training worlds: the gold games' worlds by the appliance their
+    recipe asks for, one of each kind in turn (seeds ascending within a kind), until n or none left."""
+    from sparring.learning.experiments.textworld_turn_rl_balanced import balanced_worlds, recipe_kind
+
+    games = [_world(s, "grill") for s in (9, 1, 3, 5)] + [_world(2, "roast"), _world(8, "fry"), _world(4, None),
+                                                           _world(6, None), _world(1, "grill")]  # 1 played twice
+    assert [recipe_kind(g) for g in games[4:7]] == ["oven", "stove", "none"]
+    assert recipe_kind(games[0]) == "barbeque/toaster"
+    # kinds in name order: barbeque/toaster, none, oven, stove
+    assert balanced_worlds(games, 6) == [1, 4, 2, 8, 3, 6]
+    assert balanced_worlds(games, 100) == [1, 4, 2, 8, 3, 6, 5, 9]  # every world once, the grill ones last
+    assert balanced_worlds(games, 0) == []
+
+
+def test_cooking_labels_name_the_appliance_and_whether_the_recipe_asks_for_it():
+    from sparring.learning.experiments.textworld_turn_rl import cooking_labels
+
+    game = _game([("cook red apple in oven", True), ("cook red apple with stove", True), ("cook red apple in toaster",
+                                                                                           True),
+                  ("cook red apple in stove", False), ("eat meal", True)], "failure")
+    assert cooking_labels(game) == ["other", "cook in oven, the recipe's", "other", "cook in toaster, not the recipe's",
+                                    "cook in stove, refused", "other"]
+
+
+def test_textworld_turn_rl_balanced_changes_only_the_training_worlds(tmp_path: Path, monkeypatch):
+    """textworld-turn-rl-balanced: textworld-turn-rl-state-128's start, arm and sizes; RL on 28 worlds
+    (one pass in 14 steps of 2) picked by balanced_worlds from the gold games, handed to the online
+    config as the dataset's seeds."""
+    from sparring.learning.experiments import textworld_turn_rl as turn
+    from sparring.learning.experiments import textworld_turn_rl_balanced as balanced
+    from sparring.learning.experiments import textworld_turn_rl_state as state
+    from sparring.learning.experiments import textworld_turn_rl_state_128 as state128
+    from sparring.learning.registry import load_experiments
+
+    full = balanced.SIZES["full"]
+    assert {k: v for k, v in full.items() if k != "rl_games"} == {
+        k: v for k, v in state128.SIZES["full"].items() if k != "rl_games"}
+    assert full["rl_games"] == full["grpo_steps"] * full["prompts"] == 28
+    seen = {}
+    monkeypatch.setattr(turn, "run_from", lambda ctx, name, size, start, arm, rl_worlds: seen.update(
+        name=name, size=size, start=start, arm=arm, rl_worlds=rl_worlds) or "ran")
+    ctx = Context(out=tmp_path, size="full", model="smollm2-135m", label="smollm2-135m")
+    assert balanced.run(ctx) == "ran"
+    assert seen == {"name": "textworld-turn-rl-balanced", "size": full, "start": "textworld-turn-rl-state-128-start",
+                    "arm": state.ARM_STATE, "rl_worlds": balanced.balanced_worlds}
+    assert "textworld-turn-rl-balanced" in load_experiments()
+
+
+def _played(won: list[bool], refused: list[bool], prefix: str) -> SimpleNamespace:
+    records = [SimpleNamespace(instance_id=f"{prefix}-{i}", outcome=SimpleNamespace(metrics={"success": w}),
+                               events=[SimpleNamespace(tag="command", content="open fridge", meta={"valid": True}),
+                                       SimpleNamespace(tag="command", content="eat it", meta={"valid": not bad})])
+               for i, (w, bad) in enumerate(zip(won, refused, strict=True))]
+    return SimpleNamespace(records=records, seconds=1.0)
+
+
+def test_expert_iteration_trains_each_round_on_its_clean_wins_in_new_worlds(tmp_path: Path, monkeypatch):
+    """Each round plays new training worlds (after the gold games' and the earlier rounds'), keeps the
+    games won with every command accepted, continues SFT from the last adapter on them, and pairs its
+    held-out games with the start's; a round without a clean win stops the experiment."""
+    from sparring.learning.arms import Measured
+    from sparring.learning.experiments import textworld_expert_iteration as ei
+    from sparring.learning.experiments import textworld_turn_rl as turn
+    from sparring.learning.registry import load_experiments
+    from sparring.learning.results import rate
+
+    size = {**ei.SIZES["full"], "ei_rounds": 3}
+    monkeypatch.setitem(ei.SIZES, "full", size)
+    gold = _played([True] * 2, [False] * 2, "gold")
+    monkeypatch.setattr(turn, "sft_start", lambda ctx, name, size, stage: (gold, [{}, {}], "/a/start", "m@start", 0.0,
+                                                                           None))
+    success = {"m@start": [0.0, 1.0, 0.0], "m@round1": [1.0, 1.0, 0.0], "m@round2": [1.0, 1.0, 1.0]}
+    monkeypatch.setattr(ei.easy, "measure", lambda ctx, alias, run, size: Measured(
+        {"success": rate(success[alias]), "score": rate(success[alias])}, {"success": dict(enumerate(success[alias]))},
+        {}, ["dev"]))
+    rounds = iter([_played([True, True, False], [False, True, False], "r1"),
+                   _played([True, False, True], [False, False, False], "r2"),
+                   _played([True, False], [True, False], "r3")])
+    plays, fits = [], []
+
+    def play(config, name):
+        plays.append((config["agents"]["cook"]["model"], config["dataset"]["args"]["offset"],
+                      config["agents"]["cook"]["sampling"]["temperature"]))
+        return next(rounds)
+
+    def sft(ctx, rows, size, seed, steps, name, adapter):
+        fits.append((len(rows), steps, adapter))
+        return SimpleNamespace(adapter=f"/a/{name}", loss=0.5), 1.0
+
+    monkeypatch.setattr(ei, "sft", sft)
+    monkeypatch.setattr(ei, "episode_rows", lambda kept: [r.instance_id for r in kept])
+    ctx = Context(out=tmp_path, size="full", model="smollm2-135m", label="m")
+    monkeypatch.setattr(ctx, "play", play)
+    monkeypatch.setattr(ctx, "register", lambda stage, adapter: f"m@round{stage[-1]}")
+    exp = ei.run(ctx)
+    n, train = size["ei_games"], size["train"]
+    assert plays == [("m@start", train, 0.7), ("m@round1", train + n, 0.7), ("m@round2", train + 2 * n, 0.7)]
+    assert fits == [(1, 1, "/a/start"), (2, 2, "/a/textworld-expert-iteration-round1")]  # round 3: no clean win
+    assert [s.name for s in exp.stages] == ["sft-start", "round-1", "round-2"]
+    assert exp.stages[1].info["won"] == 2 and exp.stages[1].info["clean_wins"] == 1
+    assert exp.paired["success round-2 - start"]["mean_diff"] == 2 / 3
+    assert "r3-0" in exp.training_ids and any("round 3" in n and "stopped" in n for n in exp.notes)
+    assert "textworld-expert-iteration" in load_experiments()

@@ -29,7 +29,7 @@ from functools import partial
 from typing import Any
 
 from sparring.learning.arms import run_arm
-from sparring.learning.context import Context
+from sparring.learning.context import Context, Played
 from sparring.learning.credit_report import credit_by_action
 from sparring.learning.experiments import textworld_easy_rl as easy
 from sparring.learning.experiments.textworld_rl import COOK, arm_config, recipe_appliances
@@ -86,6 +86,21 @@ def cooking_labels(record: Any) -> list[str]:
     return labels
 
 
+def sft_start(ctx: Context, name: str, size: dict[str, Any],
+              start_stage: str) -> tuple[Played, list[dict[str, Any]], str, str, float, float | None]:
+    """The gold games of `size["train"]` training worlds (played again: cheap, and their ids are the
+    start's training instances) and the SFT start `start_stage`: its adapter reused when registered,
+    else fitted on those games. (gold, rows, adapter, alias, fit seconds (0: reused), fit loss)."""
+    gold, rows = gold_rows(ctx, size, f"{name}-gold")
+    alias, sft_s, loss = f"{ctx.label}@{start_stage}", 0.0, None
+    if alias in ctx.adapters:
+        start = ctx.adapters[alias]
+    else:
+        result, sft_s = sft(ctx, rows, size, 0, size["steps"], start_stage)
+        start, alias, loss = str(result.adapter), ctx.register(start_stage, result.adapter), result.loss
+    return gold, rows, start, alias, sft_s, loss
+
+
 def run_from(ctx: Context, name: str, size: dict[str, Any], start_stage: str,
              arm_spec: tuple[str, dict[str, Any]] = ARM,
              rl_worlds: Callable[[Sequence[Any], int], list[int]] | None = None) -> Experiment:
@@ -95,13 +110,7 @@ def run_from(ctx: Context, name: str, size: dict[str, Any], start_stage: str,
     the training fold, or on the seeds `rl_worlds(gold records, size["rl_games"])` picks from the
     gold games' worlds."""
     begin = time.perf_counter()
-    gold, rows = gold_rows(ctx, size, f"{name}-gold")  # the start's training games (ids), played again: cheap
-    alias, sft_s, loss = f"{ctx.label}@{start_stage}", 0.0, None
-    if alias in ctx.adapters:
-        start = ctx.adapters[alias]
-    else:
-        result, sft_s = sft(ctx, rows, size, 0, size["steps"], start_stage)
-        start, alias, loss = str(result.adapter), ctx.register(start_stage, result.adapter), result.loss
+    gold, rows, start, alias, sft_s, loss = sft_start(ctx, name, size, start_stage)
     start_m = easy.measure(ctx, alias, f"{name}-start", size)
     origin = "textworld-easy-rl's SFT start" if start_stage == START else f"an SFT start on {size['train']} gold games"
     against = {"turn_index": "the group's commands at the same turn number",
