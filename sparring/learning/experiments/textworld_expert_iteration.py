@@ -1,8 +1,9 @@
 """Experiment: expert iteration in TextWorld cooking (one room) from the start on 128 gold games.
 
 Nine GRPO designs from SFT starts gained no held-out game (`textworld-turn-rl`'s page): a group's
-commands were ranked right in their own state, yet the LoRA update moved the appliance the policy
-names whatever the recipe says (the toaster, then the stove), and spoiled meals rose. The one
+commands were ranked right in their own state, yet the updates moved the policy where no single
+state's ranking looks (the appliance it names whatever the recipe says; refused commands repeated,
+which the credit left at ~0). The one
 signal every run agreed on is that more winning games as demonstrations make a better policy
 (`textworld-sft-data`: 0.62 on 128 gold games, 0.89 on 256). Expert iteration (ReST / RAFT,
 filtered self-imitation) learns from reward that way, without the gold policy: the policy plays
