@@ -18,6 +18,7 @@ ran into the same output), the held-out dev-fold games and every measurement are
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from sparring.learning.context import Context
@@ -34,8 +35,8 @@ NAME = "textworld-expert-iteration"
 # one epoch over the clean wins (~5 s a row), the held-out games after each round (~3 min): ~38 min
 # with textworld-turn-rl-state-128's start reused, ~50 with it fitted here
 SIZES: dict[str, dict[str, Any]] = {
-    "quick": {**STATE128_SIZES["quick"], "ei_games": 2, "ei_rounds": 1, "ei_temperature": 0.7},
-    "full": {**STATE128_SIZES["full"], "ei_games": 128, "ei_rounds": 2, "ei_temperature": 0.7},
+    "quick": {**STATE128_SIZES["quick"], "ei_games": 2, "ei_rounds": 1, "ei_temperature": 0.7, "ei_keep": "clean"},
+    "full": {**STATE128_SIZES["full"], "ei_games": 128, "ei_rounds": 2, "ei_temperature": 0.7, "ei_keep": "clean"},
 }
 
 
@@ -45,16 +46,31 @@ def clean_wins(records: list[Any]) -> list[Any]:
             and all(e.meta.get("valid") for e in r.events if e.tag == "command")]
 
 
+# what a round trains on: the games won with every command accepted, or (the control,
+# `textworld-expert-iteration-all`) every game it played
+KEEP: dict[str, Callable[[list[Any]], list[Any]]] = {"clean": clean_wins, "all": list}
+
+
 @experiment(NAME)
 def run(ctx: Context) -> Experiment:
-    size = SIZES[ctx.size]
+    return run_rounds(ctx, NAME, SIZES[ctx.size])
+
+
+def run_rounds(ctx: Context, name: str, size: dict[str, Any]) -> Experiment:
+    """The experiment `name`: the start, then `size["ei_rounds"]` rounds, each SFT on what
+    `KEEP[size["ei_keep"]]` keeps of the round's games. The games are played under this
+    experiment's run names whatever `name` is, so an experiment run into the same output (the
+    control) trains on the very games expert iteration played."""
     begin = time.perf_counter()
-    gold, rows, adapter, alias, sft_s, loss = turn.sft_start(ctx, NAME, size, f"{STATE128}-start")
-    start_m = easy.measure(ctx, alias, f"{NAME}-start", size)
-    exp = Experiment(name=NAME, description="TextWorld cooking in one-room, one-ingredient worlds: expert iteration "
+    keep = KEEP[size["ei_keep"]]
+    gold, rows, adapter, alias, sft_s, loss = turn.sft_start(ctx, name, size, f"{STATE128}-start")
+    start_m = easy.measure(ctx, alias, f"{name}-start", size)
+    kept_as = ("the games it won with every command accepted" if size["ei_keep"] == "clean" else
+               "every game it played, won or not (a control)")
+    exp = Experiment(name=name, description="TextWorld cooking in one-room, one-ingredient worlds: expert iteration "
                      f"from an SFT start on {size['train']} gold games; each round the policy plays new training "
-                     "worlds at temperature 0.7 and SFT continues on the games it won with every command accepted; "
-                     "the start and each round's policy play the same held-out dev-fold games greedily.",
+                     f"worlds at temperature {size['ei_temperature']:g} and SFT continues on {kept_as}; the start "
+                     "and each round's policy play the same held-out dev-fold games greedily.",
                      model=ctx.label, primary="success", training_ids=sorted({r.instance_id for r in gold.records}),
                      heldout_ids=start_m.instances,
                      target="paired success over the SFT start with its interval above 0")
@@ -74,15 +90,15 @@ def run(ctx: Context) -> Experiment:
         won = [r for r in played.records if r.outcome and r.outcome.metrics.get("success")]
         clean = clean_wins(played.records)
         # the quick size's tiny model wins nothing: every game is kept, to run the pipeline end to end
-        kept = clean or (played.records if ctx.size == "quick" else [])
+        kept = keep(played.records) or (played.records if ctx.size == "quick" else [])
         if not kept:
             exp.notes.append(f"round {k}: no game won with every command accepted in {len(played.records)}; stopped")
             break
         t = time.perf_counter()
-        result, _ = sft(ctx, episode_rows(kept), size, k, len(kept), f"{NAME}-round{k}", adapter)
+        result, _ = sft(ctx, episode_rows(kept), size, k, len(kept), f"{name}-round{k}", adapter)
         train_s = time.perf_counter() - t
-        adapter, alias = str(result.adapter), ctx.register(f"{NAME}-round{k}", result.adapter)
-        measured = easy.measure(ctx, alias, f"{NAME}-round{k}", size)
+        adapter, alias = str(result.adapter), ctx.register(f"{name}-round{k}", result.adapter)
+        measured = easy.measure(ctx, alias, f"{name}-round{k}", size)
         exp.stages.append(Stage(f"round-{k}", k, measured.metrics, {"play_training": played.seconds,
                                                                      "train": train_s, **measured.walls},
                                 info={"games": len(played.records), "won": len(won), "clean_wins": len(clean),
@@ -93,7 +109,7 @@ def run(ctx: Context) -> Experiment:
         exp.notes.append(f"round {k}: {len(played.records)} training worlds (offset "
                          f"{config['dataset']['args']['offset']}) at temperature {size['ei_temperature']:g}, "
                          f"{len(won)} won, {len(clean)} of them with every command accepted: SFT one epoch on "
-                         f"{len(kept)} rows{'' if clean else ' (every game: quick size)'}, continuing the adapter")
+                         f"{len(kept)} rows ({size['ei_keep']}), continuing the adapter")
         ctx.progress(exp)
     exp.notes.insert(0, f"start: {'reused' if not sft_s else 'trained'} ({len(rows)} SFT rows from "
                         f"{len(gold.records)} gold games)")
