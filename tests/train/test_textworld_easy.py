@@ -228,50 +228,79 @@ def _played(won: list[bool], refused: list[bool], prefix: str) -> SimpleNamespac
     return SimpleNamespace(records=records, seconds=1.0)
 
 
+class _Rounds:
+    """`textworld_expert_iteration` with its model work replaced: the start, the held-out games (each
+    alias's per-world success), the rounds' games (`rounds`, in order) and SFT, each call recorded."""
+
+    def __init__(self, monkeypatch, tmp_path: Path, rounds: list[SimpleNamespace]):
+        from sparring.learning.arms import Measured
+        from sparring.learning.experiments import textworld_expert_iteration as ei
+        from sparring.learning.experiments import textworld_turn_rl as turn
+        from sparring.learning.results import rate
+
+        self.plays: list[tuple] = []
+        self.fits: list[tuple] = []
+        gold = _played([True] * 2, [False] * 2, "gold")
+        monkeypatch.setattr(turn, "sft_start", lambda ctx, name, size, stage: (gold, [{}, {}], "/a/start", "m@start",
+                                                                               0.0, None))
+        success = {"m@start": [0.0, 1.0, 0.0], "m@round1": [1.0, 1.0, 0.0], "m@round2": [1.0, 1.0, 1.0]}
+        monkeypatch.setattr(ei.easy, "measure", lambda ctx, alias, run, size: Measured(
+            {"success": rate(success[alias]), "score": rate(success[alias])},
+            {"success": dict(enumerate(success[alias]))}, {}, ["dev"]))
+        games = iter(rounds)
+
+        def play(config, name):
+            self.plays.append((name, config["agents"]["cook"]["model"], config["dataset"]["args"]["offset"],
+                               config["agents"]["cook"]["sampling"]["temperature"]))
+            return next(games)
+
+        def sft(ctx, rows, size, seed, steps, name, adapter):
+            self.fits.append((len(rows), steps, adapter))
+            return SimpleNamespace(adapter=f"/a/{name}", loss=0.5), 1.0
+
+        monkeypatch.setattr(ei, "sft", sft)
+        monkeypatch.setattr(ei, "episode_rows", lambda kept: [r.instance_id for r in kept])
+        self.ctx = Context(out=tmp_path, size="full", model="smollm2-135m", label="m")
+        monkeypatch.setattr(self.ctx, "play", play)
+        monkeypatch.setattr(self.ctx, "register", lambda stage, adapter: f"m@round{stage[-1]}")
+
+
 def test_expert_iteration_trains_each_round_on_its_clean_wins_in_new_worlds(tmp_path: Path, monkeypatch):
     """Each round plays new training worlds (after the gold games' and the earlier rounds'), keeps the
     games won with every command accepted, continues SFT from the last adapter on them, and pairs its
     held-out games with the start's; a round without a clean win stops the experiment."""
-    from sparring.learning.arms import Measured
     from sparring.learning.experiments import textworld_expert_iteration as ei
-    from sparring.learning.experiments import textworld_turn_rl as turn
     from sparring.learning.registry import load_experiments
-    from sparring.learning.results import rate
 
     size = {**ei.SIZES["full"], "ei_rounds": 3}
     monkeypatch.setitem(ei.SIZES, "full", size)
-    gold = _played([True] * 2, [False] * 2, "gold")
-    monkeypatch.setattr(turn, "sft_start", lambda ctx, name, size, stage: (gold, [{}, {}], "/a/start", "m@start", 0.0,
-                                                                           None))
-    success = {"m@start": [0.0, 1.0, 0.0], "m@round1": [1.0, 1.0, 0.0], "m@round2": [1.0, 1.0, 1.0]}
-    monkeypatch.setattr(ei.easy, "measure", lambda ctx, alias, run, size: Measured(
-        {"success": rate(success[alias]), "score": rate(success[alias])}, {"success": dict(enumerate(success[alias]))},
-        {}, ["dev"]))
-    rounds = iter([_played([True, True, False], [False, True, False], "r1"),
-                   _played([True, False, True], [False, False, False], "r2"),
-                   _played([True, False], [True, False], "r3")])
-    plays, fits = [], []
-
-    def play(config, name):
-        plays.append((config["agents"]["cook"]["model"], config["dataset"]["args"]["offset"],
-                      config["agents"]["cook"]["sampling"]["temperature"]))
-        return next(rounds)
-
-    def sft(ctx, rows, size, seed, steps, name, adapter):
-        fits.append((len(rows), steps, adapter))
-        return SimpleNamespace(adapter=f"/a/{name}", loss=0.5), 1.0
-
-    monkeypatch.setattr(ei, "sft", sft)
-    monkeypatch.setattr(ei, "episode_rows", lambda kept: [r.instance_id for r in kept])
-    ctx = Context(out=tmp_path, size="full", model="smollm2-135m", label="m")
-    monkeypatch.setattr(ctx, "play", play)
-    monkeypatch.setattr(ctx, "register", lambda stage, adapter: f"m@round{stage[-1]}")
-    exp = ei.run(ctx)
-    n, train = size["ei_games"], size["train"]
-    assert plays == [("m@start", train, 0.7), ("m@round1", train + n, 0.7), ("m@round2", train + 2 * n, 0.7)]
-    assert fits == [(1, 1, "/a/start"), (2, 2, "/a/textworld-expert-iteration-round1")]  # round 3: no clean win
+    fake = _Rounds(monkeypatch, tmp_path, [_played([True, True, False], [False, True, False], "r1"),
+                                           _played([True, False, True], [False, False, False], "r2"),
+                                           _played([True, False], [True, False], "r3")])
+    exp = ei.run(fake.ctx)
+    n, train, games = size["ei_games"], size["train"], "textworld-expert-iteration-round"
+    assert fake.plays == [(f"{games}1-games", "m@start", train, 0.7), (f"{games}2-games", "m@round1", train + n, 0.7),
+                          (f"{games}3-games", "m@round2", train + 2 * n, 0.7)]
+    assert fake.fits == [(1, 1, "/a/start"), (2, 2, "/a/textworld-expert-iteration-round1")]  # round 3: none clean
     assert [s.name for s in exp.stages] == ["sft-start", "round-1", "round-2"]
     assert exp.stages[1].info["won"] == 2 and exp.stages[1].info["clean_wins"] == 1
     assert exp.paired["success round-2 - start"]["mean_diff"] == 2 / 3
     assert "r3-0" in exp.training_ids and any("round 3" in n and "stopped" in n for n in exp.notes)
     assert "textworld-expert-iteration" in load_experiments()
+
+
+def test_the_expert_iteration_control_trains_one_round_on_every_game_of_the_same_run(tmp_path: Path, monkeypatch):
+    """textworld-expert-iteration-all: one round, SFT on every game (lost, and won with a refused
+    command, too), its games played under expert iteration's run name (the same games in one output)."""
+    from sparring.learning.experiments import textworld_expert_iteration as ei
+    from sparring.learning.experiments import textworld_expert_iteration_all as control
+    from sparring.learning.registry import load_experiments
+
+    assert control.SIZES["full"] == {**ei.SIZES["full"], "ei_rounds": 1, "ei_keep": "all"}
+    fake = _Rounds(monkeypatch, tmp_path, [_played([True, True, False], [False, True, False], "r1")])
+    exp = control.run(fake.ctx)
+    assert fake.plays == [("textworld-expert-iteration-round1-games", "m@start", ei.SIZES["full"]["train"], 0.7)]
+    assert fake.fits == [(3, 3, "/a/start")]
+    assert exp.name == "textworld-expert-iteration-all" and [s.name for s in exp.stages] == ["sft-start", "round-1"]
+    assert exp.stages[1].info["rows"] == 3 and exp.stages[1].info["clean_wins"] == 1
+    assert "textworld-expert-iteration-all" in load_experiments()
