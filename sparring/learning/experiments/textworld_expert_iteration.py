@@ -92,7 +92,7 @@ def run_rounds(ctx: Context, name: str, size: dict[str, Any]) -> Experiment:
         # the quick size's tiny model wins nothing: every game is kept, to run the pipeline end to end
         kept = keep(played.records) or (played.records if ctx.size == "quick" else [])
         if not kept:
-            exp.notes.append(f"round {k}: no game won with every command accepted in {len(played.records)}; stopped")
+            exp.notes.append(f"round {k}: nothing to train on ({size['ei_keep']}) in {len(played.records)} games; stopped")
             break
         t = time.perf_counter()
         result, _ = sft(ctx, episode_rows(kept), size, k, len(kept), f"{name}-round{k}", adapter)
